@@ -1,0 +1,62 @@
+# The two commands of the README:
+#   make book   create .venv, install requirements.txt, build the book into _build/html
+#   make test   unit + property tests, a clean build of the book (every chapter
+#               executed, warnings are errors), then nbval on the executed chapters
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
+
+# Deterministic numerics: one thread everywhere (see STYLE.md, "Deterministic outputs").
+export OMP_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+export NUMBA_NUM_THREADS := 1
+export PYTHONHASHSEED := 0
+# Real LETOR data: used when LETOR_HOME is set, or when the shared folder sits beside the repo.
+ifeq ($(origin LETOR_HOME), undefined)
+ifneq ($(wildcard ../shared/letor),)
+export LETOR_HOME := $(abspath ../shared/letor)
+endif
+endif
+
+JB := $(BIN)/jupyter-book build . -n -W --keep-going
+NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env \
+	--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:python -p no:cacheprovider \
+	_build/jupyter_execute
+
+.PHONY: install book test unit nbval bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.11 not found: set PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+book: install
+	$(JB)
+
+unit: install
+	$(BIN)/python -m pytest tests
+
+nbval: install
+	$(NBVAL)
+
+test: install
+	$(BIN)/python -m pytest tests
+	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
+	$(JB)
+	$(NBVAL)
+
+bench: install
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+
+clean:
+	rm -rf _build

@@ -1,0 +1,150 @@
+"""Input validation and query grouping shared by every module.
+
+Ranking data is a triple ``(X, y, qid)``.  User data need not list a query's
+documents contiguously or in qid order, so every routine works through a
+:class:`QueryGroups` object: a *stable* permutation that brings the documents
+of each query together (keeping their input order inside the query) and the
+boundaries of each query in that permutation.  Kernels receive ``order`` and
+``indptr`` and never see raw, ungrouped data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import DataError
+
+
+@dataclass(frozen=True)
+class QueryGroups:
+    """Documents grouped by query.
+
+    Attributes
+    ----------
+    order : ndarray of int64, shape (n,)
+        Stable permutation: ``order[indptr[q]:indptr[q + 1]]`` are the indices
+        (into the caller's arrays) of the documents of query ``q``, in input order.
+    indptr : ndarray of int64, shape (n_queries + 1,)
+        Query boundaries in ``order``.
+    qids : ndarray, shape (n_queries,)
+        The query identifiers, in increasing order.
+    """
+
+    order: np.ndarray
+    indptr: np.ndarray
+    qids: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True when the input already lists each query's documents together."""
+        return bool(np.all(self.order == np.arange(len(self.order))))
+
+
+def group_queries(qid, n_samples: int | None = None) -> QueryGroups:
+    """Group documents by query id, stably.
+
+    ``qid=None`` means a single query holding every document (so that
+    scikit-learn's estimator checks, which pass no qid, remain usable).
+    """
+    if qid is None:
+        if n_samples is None:
+            raise DataError("qid is None and the number of documents is unknown")
+        return QueryGroups(
+            order=np.arange(n_samples, dtype=np.int64),
+            indptr=np.array([0, n_samples], dtype=np.int64),
+            qids=np.zeros(1, dtype=np.int64),
+        )
+    qid = np.asarray(qid)
+    if qid.ndim != 1:
+        raise DataError(f"qid must be one-dimensional, got shape {qid.shape}")
+    if n_samples is not None and len(qid) != n_samples:
+        raise DataError(
+            f"qid has {len(qid)} entries but there are {n_samples} documents"
+        )
+    if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
+        raise DataError("qid contains NaN or infinite values")
+    order = np.argsort(qid, kind="stable").astype(np.int64)
+    sorted_q = qid[order]
+    starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
+    indptr = np.r_[starts, len(qid)].astype(np.int64)
+    return QueryGroups(order=order, indptr=indptr, qids=sorted_q[starts])
+
+
+def check_labels(y, n_samples: int | None = None, name: str = "y") -> np.ndarray:
+    """Return graded relevance labels as float64, rejecting NaN and wrong shapes."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise DataError(f"{name} must be one-dimensional, got shape {y.shape}")
+    if n_samples is not None and len(y) != n_samples:
+        raise DataError(
+            f"{name} has {len(y)} entries but X has {n_samples} rows"
+        )
+    if y.dtype.kind not in "biuf":
+        raise DataError(f"{name} must be numeric, got dtype {y.dtype}")
+    y = y.astype(np.float64)
+    if not np.all(np.isfinite(y)):
+        bad = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise DataError(f"{name} contains NaN or infinite values (first at index {bad})")
+    return y
+
+
+def check_scores(s, n_samples: int, name: str = "scores") -> np.ndarray:
+    """Return ranking scores as float64, rejecting NaN and wrong shapes."""
+    return check_labels(s, n_samples, name=name)
+
+
+def check_X(X, name: str = "X"):
+    """Return X as C-contiguous float64 (dense) or canonical CSR, all finite."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        data = X.data
+    else:
+        X = np.asarray(X)
+        if X.dtype.kind not in "biuf":
+            raise DataError(f"{name} must be numeric, got dtype {X.dtype}")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        data = X
+    if X.ndim != 2:
+        raise DataError(f"{name} must be two-dimensional, got shape {X.shape}")
+    if not np.all(np.isfinite(data)):
+        raise DataError(f"{name} contains NaN or infinite values")
+    return X
+
+
+def check_ranking_data(X, y, qid):
+    """Validate ``(X, y, qid)`` together; return ``(X, y, groups)``."""
+    X = check_X(X)
+    n = X.shape[0]
+    y = check_labels(y, n)
+    groups = group_queries(qid, n)
+    return X, y, groups
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A regularisation-like parameter: finite and >= 0, else a named error."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{name} must be a real number, got {value!r}") from None
+    if not np.isfinite(v) or v < 0:
+        raise DataError(f"{name} must be finite and non-negative, got {value!r}")
+    return v
+
+
+def check_positive(value, name: str) -> float:
+    v = check_nonnegative(value, name)
+    if v == 0:
+        raise DataError(f"{name} must be positive, got {value!r}")
+    return v

@@ -1,0 +1,866 @@
+"""Ranking data: LETOR files, the synthetic default data set, query-level norm.
+
+Ranking data is a triple ``(X, y, qid)``: a dense float64 feature matrix, the
+integer relevance labels and the integer query ids, one row per
+query–document pair.  This module reads and writes the LETOR / SVMlight text
+format (``label qid:N 1:v 2:v ... #comment``), assembles the five standard
+LETOR folds, generates a seeded LETOR-like synthetic data set (the default
+data of the book, so nothing needs downloading), and implements LETOR's
+*QueryLevelNorm* and a query-disjoint train/test split.
+
+Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import math
+import numbers
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_file
+from sklearn.utils import Bunch
+
+from ._validation import check_labels, check_nonnegative, check_X, group_queries
+from .exceptions import DataError, DatasetNotFoundError
+
+__all__ = [
+    "LetorFold",
+    "RankingData",
+    "letor_home",
+    "load_letor",
+    "load_letor_fold",
+    "make_synthetic_letor",
+    "query_level_normalize",
+    "train_test_split_queries",
+    "write_letor",
+]
+
+_HOW_TO_PROVIDE = (
+    "To use real LETOR data, download LETOR 4.0 (MQ2007, MQ2008), LETOR 3.0 or "
+    "MSLR-WEB10K/30K from Microsoft Research "
+    "(https://www.microsoft.com/en-us/research/project/letor-learning-rank-"
+    "information-retrieval/), unpack it so that <root>/<name>/Fold1/train.txt "
+    "(or <root>/<name>/S1.txt) exists, then set the environment variable "
+    "LETOR_HOME=<root> or pass root=<root>.  Without real data, use "
+    "make_synthetic_letor()."
+)
+
+# Bytes of a line quoted in an error message.
+_MAX_QUOTE = 80
+# sklearn's parser stores feature indices in a C int.
+_MAX_INDEX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class RankingData(NamedTuple):
+    """Ranking data ``(X, y, qid)``; unpacks as ``X, y, qid = data``.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Attributes
+    ----------
+    X : ndarray of float64, shape (n_samples, n_features)
+        Features, one row per query–document pair.
+    y : ndarray of int64, shape (n_samples,)
+        Graded relevance labels.
+    qid : ndarray of int64, shape (n_samples,)
+        Query ids.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    qid: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        """Number of distinct query ids."""
+        return int(np.unique(self.qid).size)
+
+
+@dataclass(frozen=True)
+class LetorFold:
+    """One fold of a LETOR data set: train, validation and test splits.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Attributes
+    ----------
+    name : str
+        Data set name, e.g. ``"MQ2008"``.
+    fold : int
+        Fold number, 1 to 5.
+    train, vali, test : RankingData
+        The three splits; they share one number of features.
+    paths : dict of str to tuple of Path
+        The files each split was read from (three partitions for ``"train"``
+        when the fold was assembled from ``S1.txt … S5.txt``).
+    """
+
+    name: str
+    fold: int
+    train: RankingData
+    vali: RankingData
+    test: RankingData
+    paths: dict = field(default_factory=dict)
+
+    @property
+    def n_features(self) -> int:
+        """Number of features, shared by the three splits."""
+        return int(self.train.X.shape[1])
+
+
+# --------------------------------------------------------------------------
+# Reading LETOR files
+# --------------------------------------------------------------------------
+
+
+def _open_binary(path: Path, mode: str = "rb"):
+    """Open ``path`` the way sklearn does: by extension, ``.gz``/``.bz2``."""
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        if "w" in mode:
+            # mtime=0: the same data gives byte-identical files.
+            return gzip.GzipFile(filename=str(path), mode=mode, mtime=0)
+        return gzip.open(path, mode)
+    if suffix == ".bz2":
+        return bz2.open(path, mode)
+    return open(path, mode)
+
+
+def _data_part(line: bytes) -> bytes:
+    """The part of a line before its first ``#`` (sklearn's rule)."""
+    hash_at = line.find(b"#")
+    return line if hash_at < 0 else line[:hash_at]
+
+
+def _quote(line: bytes) -> str:
+    text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
+    if len(text) > _MAX_QUOTE:
+        text = text[:_MAX_QUOTE] + "..."
+    return repr(text)
+
+
+def _check_line(parts: list[bytes], n_features: int | None) -> str | None:
+    """Why the tokens of one data line are invalid, or None if they are fine.
+
+    Mirrors sklearn's parser (``_svmlight_format_fast.pyx``) and adds the
+    LETOR requirements: a qid on every line, finite values, integer labels.
+    """
+    try:
+        label = float(parts[0])
+    except ValueError:
+        return f"label {parts[0].decode(errors='replace')!r} is not a number"
+    if not math.isfinite(label):
+        return f"label is {label} (labels must be finite)"
+    if label != math.floor(label):
+        return f"label {label!r} is not an integer (LETOR labels are integers)"
+    if len(parts) < 2 or not parts[1].startswith(b"qid"):
+        return "missing 'qid:<int>' after the label"
+    _, colon, value = parts[1].partition(b":")
+    try:
+        q = int(value)
+    except ValueError:
+        q = None
+    if not colon or q is None or not _INT64_MIN <= q <= _INT64_MAX:
+        return f"malformed query id {parts[1].decode(errors='replace')!r}"
+    prev = 0
+    for token in parts[2:]:
+        shown = token.decode(errors="replace")
+        idx_s, colon, value = token.partition(b":")
+        if not colon:
+            return f"malformed token {shown!r} (expected 'index:value')"
+        try:
+            idx = int(idx_s)
+        except ValueError:
+            return f"malformed feature index in {shown!r}"
+        if idx < 1:
+            return (
+                f"feature index {idx} in {shown!r}: LETOR/SVMlight indices are 1-based"
+            )
+        if idx > _MAX_INDEX:
+            return f"feature index {idx} is too large"
+        if idx <= prev:
+            return f"feature indices not strictly increasing at {shown!r}"
+        if n_features is not None and idx > n_features:
+            return f"feature index {idx} exceeds n_features={n_features}"
+        prev = idx
+        try:
+            v = float(value)
+        except ValueError:
+            return f"malformed feature value in {shown!r}"
+        if not math.isfinite(v):
+            return f"feature {idx} is {v} (features must be finite)"
+    return None
+
+
+def _first_bad_line(path: Path, n_features: int | None):
+    """``(line_number, reason, quoted_text)`` of the first invalid line."""
+    with _open_binary(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = _data_part(line).split()
+            if not parts:
+                continue
+            reason = _check_line(parts, n_features)
+            if reason is not None:
+                return lineno, reason, _quote(line)
+    return None
+
+
+def _bad_line_error(path: Path, n_features: int | None, fallback: str):
+    """A DataError locating the first invalid line (``fallback`` if none is)."""
+    bad = _first_bad_line(path, n_features)
+    if bad is None:
+        return DataError(f"{path}: {fallback}")
+    lineno, reason, text = bad
+    return DataError(f"{path}, line {lineno}: {reason}: {text}")
+
+
+def _read_comments(path: Path) -> list[str]:
+    """Text after the first ``#`` of each data line (``""`` if none), stripped."""
+    comments = []
+    with _open_binary(path) as f:
+        for line in f:
+            data, _, comment = line.partition(b"#")
+            if data.split():
+                comments.append(comment.decode("utf-8", errors="replace").strip())
+    return comments
+
+
+def _check_n_features(n_features):
+    if n_features is None:
+        return None
+    if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
+        raise DataError(f"n_features must be a positive integer, got {n_features!r}")
+    if n_features < 1:
+        raise DataError(f"n_features must be a positive integer, got {n_features!r}")
+    return int(n_features)
+
+
+def load_letor(path, *, n_features=None, return_comments=False):
+    """Read one LETOR / SVMlight ranking file.
+
+    Each data line is ``label qid:N i:v i:v ... #comment`` with 1-based,
+    increasing feature indices.  Parsing is done by
+    :func:`sklearn.datasets.load_svmlight_file` with ``query_id=True`` and
+    ``zero_based=False``: LETOR and SVMlight number features from 1, and
+    sklearn's default ``zero_based="auto"`` guesses from the smallest index
+    present, which silently shifts every column of a 0-based file that never
+    uses feature 0 (with ``False``, an index 0 is reported as an error).
+    Files ending in ``.gz`` or ``.bz2`` are decompressed on the fly.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    n_features : int, optional
+        Number of columns of ``X``.  Default: the largest feature index in the
+        file.  A larger value pads with zero columns; an index beyond it is an
+        error.
+    return_comments : bool, default=False
+        Also return the comment of each data line.
+
+    Returns
+    -------
+    X : ndarray of float64, shape (n_samples, n_features)
+        Dense, C-contiguous.  Features absent from a line are 0.
+    y : ndarray of int64, shape (n_samples,)
+        Relevance labels.
+    qid : ndarray of int64, shape (n_samples,)
+        Query ids, in file order (not necessarily sorted or contiguous).
+    comments : list of str, only if ``return_comments``
+        For each row, the text after the first ``#`` of its line, stripped of
+        surrounding whitespace (``""`` when the line has none), e.g.
+        ``"docid = GX008-86-4444840 inc = 1 prob = 0.086622"``.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        The file does not exist.
+    DataError
+        The file has no data line, or a line is malformed, lacks ``qid:``, has
+        a NaN/infinite label or feature, a non-integer label, or a feature
+        index beyond ``n_features``; the message names the file, the 1-based
+        line number and the start of the line.
+
+    Notes
+    -----
+    sklearn alone accepts NaN and ``inf`` values and fractional labels, and
+    when some lines lack ``qid:`` it returns a *shorter* qid array that no
+    longer lines up with the rows; these are all turned into errors here.
+    The file is read a second time, in Python, only to collect comments or to
+    locate an error.
+    """
+    path = Path(os.fspath(path))
+    n_features = _check_n_features(n_features)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"LETOR file not found: {path}")
+    try:
+        X, y, qid = load_svmlight_file(
+            str(path),
+            n_features=n_features,
+            dtype=np.float64,
+            zero_based=False,
+            query_id=True,
+        )
+    except (gzip.BadGzipFile, zlib.error, EOFError, OSError) as exc:
+        if isinstance(exc, (FileNotFoundError, PermissionError)):
+            raise
+        raise DataError(f"{path}: cannot decompress the file ({exc})") from exc
+    except (ValueError, OverflowError) as exc:
+        raise _bad_line_error(path, n_features, f"malformed file ({exc})") from exc
+    n = X.shape[0]
+    if n == 0:
+        raise DataError(
+            f"{path}: no data lines (the file is empty or has only comments "
+            "and blank lines)"
+        )
+    if len(qid) != n:
+        raise _bad_line_error(
+            path, n_features, f"{n - len(qid)} of {n} lines lack 'qid:<int>'"
+        )
+    if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
+        raise _bad_line_error(path, n_features, "NaN or infinite label or feature")
+    if not np.all(y == np.floor(y)):
+        raise _bad_line_error(path, n_features, "non-integer label")
+    X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+    y = y.astype(np.int64)
+    qid = np.asarray(qid, dtype=np.int64)
+    if not return_comments:
+        return X, y, qid
+    comments = _read_comments(path)
+    if len(comments) != n:  # both passes use sklearn's rule for data lines
+        raise DataError(
+            f"{path}: found {len(comments)} comment lines for {n} data rows"
+        )
+    return X, y, qid, comments
+
+
+# --------------------------------------------------------------------------
+# LETOR folds
+# --------------------------------------------------------------------------
+
+
+def letor_home(root=None) -> Path:
+    """The directory holding the LETOR data sets.
+
+    ``root`` if given, else the environment variable ``LETOR_HOME``.  The
+    directory should contain one sub-directory per data set, e.g.
+    ``<root>/MQ2008/Fold1/train.txt`` or ``<root>/MQ2008/S1.txt``.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        Explicit location; ``~`` is expanded.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    DatasetNotFoundError
+        Neither ``root`` nor ``LETOR_HOME`` is set; the message says how to
+        provide the data.
+    """
+    if root is None:
+        root = os.environ.get("LETOR_HOME") or None
+    if root is None:
+        raise DatasetNotFoundError(
+            "No LETOR directory given: pass root= or set LETOR_HOME.  "
+            + _HOW_TO_PROVIDE
+        )
+    return Path(os.fspath(root)).expanduser()
+
+
+def _find(stem: Path):
+    """``stem`` or ``stem.gz``, whichever exists (plain first); and both tried."""
+    tried = [stem, stem.with_name(stem.name + ".gz")]
+    for p in tried:
+        if p.is_file():
+            return p, tried
+    return None, tried
+
+
+def _fold_layouts(base: Path, fold: int):
+    """Candidate layouts: (description, {split: [file stems]}), in search order."""
+    fold_dir = base / f"Fold{fold}"
+    parts = [base / f"S{(fold - 1 + j) % 5 + 1}.txt" for j in range(5)]
+    return [
+        (
+            "LETOR 4.0 / MSLR fold directory",
+            {
+                "train": [fold_dir / "train.txt"],
+                "vali": [fold_dir / "vali.txt"],
+                "test": [fold_dir / "test.txt"],
+            },
+        ),
+        (
+            "LETOR 3.0 fold directory",
+            {
+                "train": [fold_dir / "trainingset.txt"],
+                "vali": [fold_dir / "validationset.txt"],
+                "test": [fold_dir / "testset.txt"],
+            },
+        ),
+        (
+            "five partitions S1..S5",
+            {"train": parts[:3], "vali": [parts[3]], "test": [parts[4]]},
+        ),
+    ]
+
+
+def load_letor_fold(name, fold, root=None, *, n_features=None) -> LetorFold:
+    """Load fold ``fold`` (1–5) of the LETOR data set ``name``.
+
+    Three layouts under ``<root>/<name>/`` are recognised, in this order
+    (every file may also be gzip-compressed, ``.txt.gz``):
+
+    * LETOR 4.0 and MSLR: ``FoldK/train.txt``, ``vali.txt``, ``test.txt``;
+    * LETOR 3.0: ``FoldK/trainingset.txt``, ``validationset.txt``,
+      ``testset.txt``;
+    * the five query-disjoint partitions ``S1.txt … S5.txt`` of LETOR 4.0, from
+      which fold ``k`` trains on partitions ``k, k+1, k+2``, validates on
+      ``k+3`` and tests on ``k+4`` (indices cyclic in 1..5): Fold1 = S1, S2,
+      S3 / S4 / S5, Fold2 = S2, S3, S4 / S5 / S1, and so on.
+
+    ``name`` may be a relative path, e.g. ``"OHSUMED/QueryLevelNorm"`` for
+    LETOR 3.0.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    name : str
+        Data set directory under the root, e.g. ``"MQ2008"``.
+    fold : int
+        1 to 5.
+    root : str or path-like, optional
+        See :func:`letor_home` (default: ``LETOR_HOME``).
+    n_features : int, optional
+        Number of columns of every split.  Default: the largest feature index,
+        which must then be the same in every file.
+
+    Returns
+    -------
+    LetorFold
+
+    Raises
+    ------
+    DataError
+        ``fold`` is not in 1..5, a file is malformed (see :func:`load_letor`),
+        or, without ``n_features``, the files list different numbers of
+        features (LETOR files are dense, so this signals a wrong file).
+    DatasetNotFoundError
+        No root is known, or no layout is complete; the message lists every
+        path looked at and how to provide the data.
+    """
+    if (
+        isinstance(fold, bool)
+        or not isinstance(fold, numbers.Integral)
+        or not 1 <= fold <= 5
+    ):
+        raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
+    fold = int(fold)
+    n_features = _check_n_features(n_features)
+    base = letor_home(root) / name
+
+    searched = []
+    chosen = None
+    for description, stems in _fold_layouts(base, fold):
+        found, tried = {}, []
+        for split, split_stems in stems.items():
+            files = []
+            for stem in split_stems:
+                p, t = _find(stem)
+                tried.extend(t)
+                files.append(p)
+            found[split] = files
+        searched.append((description, tried))
+        if all(p is not None for files in found.values() for p in files):
+            chosen = {split: tuple(files) for split, files in found.items()}
+            break
+    if chosen is None:
+        listing = "\n".join(
+            f"  {description}:\n" + "\n".join(f"    {p}" for p in tried)
+            for description, tried in searched
+        )
+        missing_dir = "" if base.is_dir() else f" (directory {base} does not exist)"
+        raise DatasetNotFoundError(
+            f"LETOR data set {name!r}, Fold{fold} not found under {base}"
+            f"{missing_dir}.  Looked for:\n{listing}\n" + _HOW_TO_PROVIDE
+        )
+
+    loaded = {
+        p: load_letor(p, n_features=n_features)
+        for files in chosen.values()
+        for p in files
+    }
+    if n_features is None:
+        counts = {p: arrays[0].shape[1] for p, arrays in loaded.items()}
+        first = next(iter(counts))
+        for p, count in counts.items():
+            if count != counts[first]:
+                raise DataError(
+                    f"{p} lists {count} features but {first} lists "
+                    f"{counts[first]}; LETOR files are dense, so one of them is "
+                    "probably the wrong file (pass n_features= for sparse data)"
+                )
+
+    def split(files):
+        arrays = [loaded[p] for p in files]
+        return RankingData(*(np.concatenate([a[i] for a in arrays]) for i in range(3)))
+
+    return LetorFold(
+        name=str(name),
+        fold=fold,
+        train=split(chosen["train"]),
+        vali=split(chosen["vali"]),
+        test=split(chosen["test"]),
+        paths=chosen,
+    )
+
+
+# --------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------
+
+
+def _integer_array(a, name: str, n: int) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != 1 or len(a) != n:
+        raise DataError(f"{name} must have shape ({n},), got {a.shape}")
+    if a.dtype.kind in "biu":
+        return a.astype(np.int64)
+    if a.dtype.kind != "f":
+        raise DataError(f"{name} must be numeric, got dtype {a.dtype}")
+    if not np.all(np.isfinite(a)) or not np.all(a == np.floor(a)):
+        raise DataError(f"{name} must hold integers (LETOR labels and qids are)")
+    return a.astype(np.int64)
+
+
+def write_letor(path, X, y, qid, comments=None) -> Path:
+    """Write ranking data in the LETOR / SVMlight text format.
+
+    One line per row, ``label qid:N 1:v 2:v ... #comment``, with every
+    feature written (LETOR files are dense, so the number of features
+    survives a round trip through :func:`load_letor`) and 1-based indices.
+    Values are written with ``repr``, the shortest decimal string that reads
+    back as the same float64, so ``load_letor(write_letor(...))`` is exact.
+    A ``.gz`` or ``.bz2`` suffix compresses the file.
+
+    The lines are formatted here rather than by
+    :func:`sklearn.datasets.dump_svmlight_file`, which has no per-line
+    comments, skips zero features and prints ``%.16g`` (not always exact).
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    path : str or path-like
+        Output file (overwritten).
+    X : array-like or sparse matrix, shape (n_samples, n_features)
+        Finite features.
+    y : array-like of int, shape (n_samples,)
+        Integer-valued relevance labels.
+    qid : array-like of int, shape (n_samples,)
+        Query ids, written in the given row order.
+    comments : sequence of str, optional
+        Written after ``" #"`` on each line; no line breaks allowed.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(os.fspath(path))
+    X = check_X(X)
+    if sp.issparse(X):
+        X = X.toarray()
+    n = X.shape[0]
+    y = _integer_array(y, "y", n)
+    qid = _integer_array(qid, "qid", n)
+    if comments is not None:
+        comments = [str(c) for c in comments]
+        if len(comments) != n:
+            raise DataError(f"comments has {len(comments)} entries for {n} rows")
+        for i, c in enumerate(comments):
+            if "\n" in c or "\r" in c:
+                raise DataError(f"comments[{i}] contains a line break")
+    with _open_binary(path, "wb") as f:
+        for i, (row, label, q) in enumerate(zip(X.tolist(), y.tolist(), qid.tolist())):
+            fields = [f"{label} qid:{q}"]
+            fields.extend(f"{j}:{v!r}" for j, v in enumerate(row, start=1))
+            if comments is not None:
+                fields.append(f"#{comments[i]}")
+            f.write((" ".join(fields) + "\n").encode("utf-8"))
+    return path
+
+
+# --------------------------------------------------------------------------
+# Synthetic data
+# --------------------------------------------------------------------------
+
+
+def _check_count(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _label_proportions(n_levels: int) -> np.ndarray:
+    """0.6 for label 0; the other 0.4 shared geometrically (ratio 0.6)."""
+    tail = 0.6 ** np.arange(n_levels - 1)
+    return np.r_[0.6, 0.4 * tail / tail.sum()]
+
+
+def make_synthetic_letor(
+    n_queries=100,
+    *,
+    docs_per_query=(5, 40),
+    n_informative=5,
+    n_redundant=5,
+    n_noise=20,
+    n_levels=3,
+    label_noise=0.5,
+    redundancy_noise=0.05,
+    seed=0,
+):
+    r"""A seeded LETOR-like ranking data set with a known sparse signal.
+
+    The generative model, all drawn from ``np.random.default_rng(seed)``:
+
+    1. Query :math:`q = 1, \dots, Q` has :math:`n_q` documents,
+       :math:`n_q` uniform on ``docs_per_query = (low, high)`` (inclusive).
+    2. Informative features: :math:`x_{ij} = \operatorname{clip}(u_{ij} +
+       \delta_{q(i)j}, 0, 1)` with :math:`u_{ij} \sim U[0, 1]` and a per-query
+       shift :math:`\delta_{qj} \sim N(0, 0.1^2)`, so queries differ (and, as
+       in LETOR, some values are exactly 0 or 1).
+    3. True weights :math:`w_j \sim U[0.5, 2]` on the informative features,
+       0 elsewhere; latent score :math:`s_i = x_i^\top w + \sigma
+       \varepsilon_i`, :math:`\varepsilon_i \sim N(0, 1)`,
+       :math:`\sigma` = ``label_noise``.
+    4. Labels :math:`y_i \in \{0, \dots, L-1\}` by thresholding :math:`s` at
+       its empirical quantiles, so that label 0 gets 60 % of the documents
+       and the other 40 % is shared geometrically with ratio 0.6
+       (:math:`L = 3`: 60/25/15 %; :math:`L = 5`: 60/18/11/7/4 %), skewed
+       towards "irrelevant" like LETOR.
+    5. Redundant features: :math:`\operatorname{clip}(x_{ik} + \tau\eta_i, 0,
+       1)`, :math:`\eta_i \sim N(0, 1)`, :math:`\tau` = ``redundancy_noise``,
+       copies of a randomly chosen informative feature :math:`k` (correlation
+       above 0.9 for the default :math:`\tau`).
+    6. Noise features: :math:`U[0, 1]`, independent of everything.
+
+    Columns are ordered informative, redundant, noise.  The same seed gives
+    identical output.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    n_queries : int, default=100
+        Number of queries, >= 1.
+    docs_per_query : int or (int, int), default=(5, 40)
+        Documents per query: fixed, or uniform on ``[low, high]``, 1 <= low <=
+        high.
+    n_informative : int, default=5
+        Features with a non-zero true weight, >= 1.
+    n_redundant : int, default=5
+        Noisy copies of informative features, >= 0.
+    n_noise : int, default=20
+        Irrelevant features, >= 0.
+    n_levels : int, default=3
+        Number of relevance grades, >= 2.
+    label_noise : float, default=0.5
+        Standard deviation of the noise of the latent score, >= 0.
+    redundancy_noise : float, default=0.05
+        Standard deviation of the noise added to redundant copies, >= 0.
+    seed : int or None, default=0
+        Seed of ``np.random.default_rng``.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``X`` (float64 in [0, 1], C-contiguous), ``y`` (int64 in
+        0..n_levels-1), ``qid`` (int64, contiguous, from 1), ``coef`` (the
+        true weights, length n_features), ``informative``, ``redundant``,
+        ``noise`` (column indices, int64), ``redundant_of`` (for each
+        redundant column, the informative column it copies),
+        ``feature_names`` (``"inf0"``, ``"red0<-inf2"``, ``"noise3"``, ...)
+        and ``thresholds`` (the cut points on the latent score).
+    """
+    n_queries = _check_count(n_queries, "n_queries", 1)
+    if isinstance(docs_per_query, numbers.Integral) and not isinstance(
+        docs_per_query, bool
+    ):
+        docs_per_query = (docs_per_query, docs_per_query)
+    try:
+        low, high = docs_per_query
+    except (TypeError, ValueError):
+        raise DataError(
+            "docs_per_query must be an integer or a pair (low, high), got "
+            f"{docs_per_query!r}"
+        ) from None
+    low = _check_count(low, "docs_per_query low", 1)
+    high = _check_count(high, "docs_per_query high", 1)
+    if low > high:
+        raise DataError(f"docs_per_query needs low <= high, got {docs_per_query!r}")
+    n_inf = _check_count(n_informative, "n_informative", 1)
+    n_red = _check_count(n_redundant, "n_redundant", 0)
+    n_noise = _check_count(n_noise, "n_noise", 0)
+    n_levels = _check_count(n_levels, "n_levels", 2)
+    label_noise = check_nonnegative(label_noise, "label_noise")
+    redundancy_noise = check_nonnegative(redundancy_noise, "redundancy_noise")
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(low, high + 1, size=n_queries)
+    qid = np.repeat(np.arange(1, n_queries + 1, dtype=np.int64), sizes)
+    n = len(qid)
+
+    shift = rng.normal(0.0, 0.1, size=(n_queries, n_inf))
+    X_inf = np.clip(rng.uniform(size=(n, n_inf)) + shift[qid - 1], 0.0, 1.0)
+    w = rng.uniform(0.5, 2.0, size=n_inf)
+    score = X_inf @ w + label_noise * rng.standard_normal(n)
+    thresholds = np.quantile(score, np.cumsum(_label_proportions(n_levels))[:-1])
+    y = np.searchsorted(thresholds, score, side="right").astype(np.int64)
+
+    redundant_of = rng.integers(0, n_inf, size=n_red).astype(np.int64)
+    X_red = np.clip(
+        X_inf[:, redundant_of] + redundancy_noise * rng.standard_normal((n, n_red)),
+        0.0,
+        1.0,
+    )
+    X_noise = rng.uniform(size=(n, n_noise))
+    X = np.ascontiguousarray(np.hstack([X_inf, X_red, X_noise]), dtype=np.float64)
+
+    n_features = n_inf + n_red + n_noise
+    coef = np.zeros(n_features)
+    coef[:n_inf] = w
+    names = (
+        [f"inf{j}" for j in range(n_inf)]
+        + [f"red{r}<-inf{k}" for r, k in enumerate(redundant_of)]
+        + [f"noise{j}" for j in range(n_noise)]
+    )
+    return Bunch(
+        X=X,
+        y=y,
+        qid=qid,
+        coef=coef,
+        informative=np.arange(n_inf, dtype=np.int64),
+        redundant=np.arange(n_inf, n_inf + n_red, dtype=np.int64),
+        redundant_of=redundant_of,
+        noise=np.arange(n_inf + n_red, n_features, dtype=np.int64),
+        feature_names=names,
+        thresholds=thresholds,
+    )
+
+
+# --------------------------------------------------------------------------
+# Preprocessing
+# --------------------------------------------------------------------------
+
+
+def query_level_normalize(X, qid) -> np.ndarray:
+    r"""LETOR's *QueryLevelNorm*: min–max scale each feature within each query.
+
+    .. math:: x'_{ij} = \frac{x_{ij} - \min_{k \in q(i)} x_{kj}}
+                             {\max_{k \in q(i)} x_{kj} - \min_{k \in q(i)} x_{kj}},
+
+    and :math:`x'_{ij} = 0` when feature :math:`j` is constant within the
+    query of document :math:`i` (including one-document queries).  The
+    queries' documents need not be contiguous.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix, shape (n_samples, n_features)
+        Finite features (sparse input is densified).
+    qid : array-like, shape (n_samples,)
+        Query ids.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_samples, n_features)
+        A new array, values in [0, 1].
+    """
+    X = check_X(X)
+    if sp.issparse(X):
+        X = X.toarray()
+    groups = group_queries(qid, X.shape[0])
+    out = np.zeros_like(X)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return out
+    Xs = X[groups.order]
+    starts = groups.indptr[:-1]
+    lo = np.repeat(np.minimum.reduceat(Xs, starts, axis=0), groups.sizes, axis=0)
+    hi = np.repeat(np.maximum.reduceat(Xs, starts, axis=0), groups.sizes, axis=0)
+    span = hi - lo
+    scaled = np.divide(Xs - lo, span, out=np.zeros_like(Xs), where=span > 0)
+    out[groups.order] = scaled
+    return out
+
+
+def train_test_split_queries(X, y, qid, *, test_size=0.25, seed=0):
+    """Split ranking data into train and test sets of whole queries.
+
+    Each query goes entirely to one side; rows keep their input order.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix, shape (n_samples, n_features)
+    y : array-like, shape (n_samples,)
+    qid : array-like, shape (n_samples,)
+    test_size : float in (0, 1) or int, default=0.25
+        Fraction of the queries (rounded up) or number of queries in the test
+        set; each side must receive at least one query.
+    seed : int or None, default=0
+        Seed of ``np.random.default_rng`` choosing the test queries.
+
+    Returns
+    -------
+    train, test : RankingData
+    """
+    X = check_X(X)
+    n = X.shape[0]
+    check_labels(y, n)
+    y = np.asarray(y)
+    groups = group_queries(qid, n)
+    qid = np.asarray(qid)
+    n_q = groups.n_queries
+    if isinstance(test_size, numbers.Integral) and not isinstance(test_size, bool):
+        n_test = int(test_size)
+    elif isinstance(test_size, numbers.Real) and 0 < test_size < 1:
+        n_test = math.ceil(test_size * n_q)
+    else:
+        raise DataError(
+            f"test_size must be a fraction in (0, 1) or a number of queries, got "
+            f"{test_size!r}"
+        )
+    if not 1 <= n_test <= n_q - 1:
+        raise DataError(
+            f"test_size={test_size!r} gives {n_test} of {n_q} queries to the test "
+            "set; each side needs at least one query"
+        )
+    rng = np.random.default_rng(seed)
+    test_qids = rng.permutation(groups.qids)[:n_test]
+    in_test = np.isin(qid, test_qids)
+    return (
+        RankingData(X[~in_test], y[~in_test], qid[~in_test]),
+        RankingData(X[in_test], y[in_test], qid[in_test]),
+    )

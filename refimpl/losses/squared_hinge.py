@@ -1,0 +1,191 @@
+"""The pairwise squared hinge loss shared by every solver of the book.
+
+.. math::
+
+    L(w) = s \\sum_{(i, j) \\in P} \\max(0, \\delta - w^T (x_i - x_j))^2,
+
+with margin ``delta`` (1 for RankSVM, ``1/r`` in FenchelRank) and scale
+``s = 1`` or ``1/|P|`` (``normalize=True``, the per-pair average FSMRank and
+Laporte et al. use).  The loss is the ``C``-weighted term of Lee & Lin (2014),
+eq. 3; its gradient and generalised Hessian are their eqs. 10-11.
+
+Everything is computed from the document scores ``z = X w``: the gradient is
+``X^T dz`` and the Hessian-vector product ``X^T (H_z (X s))``, so the ``p x n``
+pair-difference matrix is never built.
+
+Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_positive, check_ranking_data
+from ..exceptions import DataError
+from ..kernels import squared_hinge as _k
+from ..pairs import preference_pairs
+
+BACKENDS = ("auto", "pairs", "numpy")
+
+
+class _PairsBackend:
+    """Explicit pair index arrays, numba loops over them (O(p) per call)."""
+
+    name = "pairs"
+
+    def __init__(self, pairs, n_samples, margin):
+        self.pi, self.pj = pairs.i, pairs.j
+        self.margin = margin
+        self.dz = np.empty(n_samples)
+        self.active = np.zeros(len(self.pi), dtype=np.uint8)
+
+    def value_dz(self, z):
+        value = _k.value_dz(z, self.pi, self.pj, self.margin, self.dz, self.active)
+        return value, self.dz
+
+    def value(self, z):
+        return _k.value_only(z, self.pi, self.pj, self.margin)
+
+    def hess_dz(self, t):
+        out = np.empty_like(t)
+        _k.hess_dz(t, self.pi, self.pj, self.active, out)
+        return out
+
+    def n_active(self):
+        return int(self.active.sum())
+
+
+class _NumpyBackend:
+    """Plain vectorised NumPy: the reference the numba kernels are tested against."""
+
+    name = "numpy"
+
+    def __init__(self, pairs, n_samples, margin):
+        self.pi, self.pj = pairs.i, pairs.j
+        self.margin = margin
+        self.n = n_samples
+        self.active = np.zeros(len(self.pi), dtype=bool)
+
+    def _residual(self, z):
+        return self.margin - (z[self.pi] - z[self.pj])
+
+    def value_dz(self, z):
+        r = self._residual(z)
+        self.active = r > 0
+        r = np.where(self.active, r, 0.0)
+        dz = np.bincount(self.pj, 2 * r, self.n) - np.bincount(self.pi, 2 * r, self.n)
+        return float(r @ r), dz
+
+    def value(self, z):
+        r = np.maximum(self._residual(z), 0.0)
+        return float(r @ r)
+
+    def hess_dz(self, t):
+        d = np.where(self.active, 2 * (t[self.pi] - t[self.pj]), 0.0)
+        return np.bincount(self.pi, d, self.n) - np.bincount(self.pj, d, self.n)
+
+    def n_active(self):
+        return int(self.active.sum())
+
+
+_BACKEND_CLASSES = {"pairs": _PairsBackend, "numpy": _NumpyBackend}
+
+
+class PairwiseSquaredHinge:
+    """Pairwise squared hinge loss with value, gradient and Hessian-vector product.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    y : array-like of shape (n,)
+        Graded relevance labels.
+    qid : array-like of shape (n,), optional
+        Query ids (need not be contiguous); ``None`` means one query.
+    margin : float, default 1.0
+        The ``delta`` in ``max(0, delta - w^T(x_i - x_j))``.
+    normalize : bool, default False
+        Divide by the number of pairs ``p`` (a per-pair average).
+    backend : {"auto", "pairs", "numpy"}
+        ``"pairs"``: numba loops over explicit pair index arrays;
+        ``"numpy"``: the vectorised reference; ``"auto"`` picks ``"pairs"``.
+
+    Notes
+    -----
+    Cached state, LIBLINEAR style: :meth:`fun` stores the scores ``X w`` and
+    the active pairs ``SV(w) = {(i, j) : w^T(x_i - x_j) < delta}`` (Lee & Lin
+    2014, eq. 14); :meth:`grad` at the same ``w`` reuses them and
+    :meth:`hess_vec` uses the active set of the last :meth:`fun`.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+    """
+
+    def __init__(self, X, y, qid=None, *, margin=1.0, normalize=False, backend="auto"):
+        self.X, self.y, self.groups = check_ranking_data(X, y, qid)
+        self.margin = check_positive(margin, "margin")
+        if backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = "pairs" if backend == "auto" else backend
+        self.pairs = preference_pairs(self.y, qid)
+        self.n_pairs = len(self.pairs)
+        self.scale = 1.0 / self.n_pairs if normalize else 1.0
+        self.normalize = bool(normalize)
+        n = self.X.shape[0]
+        self._impl = _BACKEND_CLASSES[self.backend](self.pairs, n, self.margin)
+        self._w = None
+        self._value = None
+        self._dz = None
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    def _check_w(self, w):
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (self.n_features,):
+            raise DataError(
+                f"w must have shape ({self.n_features},), got {w.shape}"
+            )
+        return w
+
+    def scores(self, w) -> np.ndarray:
+        """Document scores ``X w``."""
+        return np.asarray(self.X @ self._check_w(w), dtype=np.float64).ravel()
+
+    def fun(self, w) -> float:
+        """Loss value at ``w``; caches the scores and the active pairs."""
+        w = self._check_w(w)
+        value, dz = self._impl.value_dz(self.scores(w))
+        self._w = w.copy()
+        self._value = self.scale * value
+        self._dz = dz
+        return self._value
+
+    def grad(self, w) -> np.ndarray:
+        """Gradient ``-2 s sum_{SV} r_ij (x_i - x_j)`` (Lee & Lin eq. 10)."""
+        w = self._check_w(w)
+        if self._w is None or not np.array_equal(w, self._w):
+            self.fun(w)
+        return self.scale * np.asarray(self.X.T @ self._dz).ravel()
+
+    def value_grad(self, w):
+        """``(fun(w), grad(w))`` in one call."""
+        return self.fun(w), self.grad(w)
+
+    def hess_vec(self, s) -> np.ndarray:
+        """Generalised Hessian times ``s``: ``2 s sum_{SV} (x_i-x_j)(x_i-x_j)^T s``.
+
+        Uses the active set of the last :meth:`fun` (Lee & Lin 2014, eq. 11).
+        """
+        if self._w is None:
+            raise RuntimeError("call fun(w) before hess_vec(s)")
+        s = self._check_w(s)
+        t = self.scores(s)
+        return self.scale * np.asarray(self.X.T @ self._impl.hess_dz(t)).ravel()
+
+    def value_at(self, w) -> float:
+        """Loss value only, leaving the cached state untouched."""
+        return self.scale * self._impl.value(self.scores(w))
+
+    def n_active_pairs(self) -> int:
+        """Size of SV(w) at the last :meth:`fun`."""
+        return self._impl.n_active()

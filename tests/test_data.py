@@ -1,0 +1,504 @@
+"""LETOR reading/writing, fold assembly, synthetic data and query-level norm."""
+
+import gzip
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from refimpl import data as rdata
+from refimpl._validation import group_queries
+from refimpl.data import (
+    LetorFold,
+    RankingData,
+    letor_home,
+    load_letor,
+    load_letor_fold,
+    make_synthetic_letor,
+    query_level_normalize,
+    train_test_split_queries,
+    write_letor,
+)
+from refimpl.exceptions import DataError, DatasetNotFoundError
+
+# --------------------------------------------------------------------------
+# Round trips
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz", ".txt.bz2"])
+def test_round_trip_synthetic(tmp_path, suffix):
+    d = make_synthetic_letor(20, seed=3)
+    comments = [f"docid = D{i:05d} inc = {i % 3} prob = 0.5" for i in range(len(d.y))]
+    path = write_letor(tmp_path / f"data{suffix}", d.X, d.y, d.qid, comments)
+    if suffix == ".txt.gz":
+        with gzip.open(path, "rb") as f:  # really compressed
+            assert f.readline().startswith(b"%d qid:1 1:" % d.y[0])
+    X, y, qid, back = load_letor(path, return_comments=True)
+    np.testing.assert_array_equal(X, d.X)  # exact: values written with repr
+    np.testing.assert_array_equal(y, d.y)
+    np.testing.assert_array_equal(qid, d.qid)
+    assert back == comments
+    assert X.dtype == np.float64 and X.flags.c_contiguous
+    assert y.dtype == np.int64 and qid.dtype == np.int64
+    # without comments: three arrays; comments are then empty strings
+    write_letor(tmp_path / "plain.txt", d.X, d.y, d.qid)
+    out = load_letor(tmp_path / "plain.txt", return_comments=True)
+    assert out[3] == [""] * len(d.y)
+    assert len(load_letor(tmp_path / "plain.txt")) == 3
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    X=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 5)),
+        elements=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    ),
+    data=st.data(),
+)
+def test_round_trip_is_exact_for_any_finite_float(tmp_path_factory, X, data):
+    n = X.shape[0]
+    y = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, 4)))
+    qid = data.draw(hnp.arrays(np.int64, n, elements=st.integers(-5, 10**12)))
+    path = tmp_path_factory.mktemp("rt") / "x.txt"
+    write_letor(path, X, y, qid)
+    X2, y2, qid2 = load_letor(path)
+    assert X2.shape == X.shape  # dense writing keeps trailing zero columns
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(qid2, qid)
+
+
+def test_write_letor_rejects_bad_input(tmp_path):
+    X = np.zeros((2, 3))
+    with pytest.raises(DataError, match="y must hold integers"):
+        write_letor(tmp_path / "a.txt", X, [0.5, 1], [1, 1])
+    with pytest.raises(DataError, match="line break"):
+        write_letor(tmp_path / "a.txt", X, [0, 1], [1, 1], ["ok", "a\nb"])
+    with pytest.raises(DataError, match="NaN"):
+        write_letor(tmp_path / "a.txt", np.full((2, 3), np.nan), [0, 1], [1, 1])
+
+
+# --------------------------------------------------------------------------
+# Malformed files
+# --------------------------------------------------------------------------
+
+GOOD = "2 qid:7 1:0.5 2:0.25 #docid = A\n0 qid:7 1:0.125 2:1 #docid = B\n"
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ("1 qid:8 1:0.5 garbage 2:0.5", r"line 3: malformed token 'garbage'"),
+        ("1 qid:8 1:0.5 2:abc", r"line 3: malformed feature value"),
+        ("1 1:0.5 2:0.5 #docid = C", r"line 3: missing 'qid:<int>'"),
+        ("1 qid:8.5 1:0.5", r"line 3: malformed query id"),
+        ("1 qid:8 1:nan 2:0.5", r"line 3: feature 1 is nan"),
+        ("1 qid:8 1:0.5 2:-inf", r"line 3: feature 2 is -inf"),
+        ("nan qid:8 1:0.5", r"line 3: label is nan"),
+        ("1.5 qid:8 1:0.5", r"line 3: label 1\.5 is not an integer"),
+        ("x qid:8 1:0.5", r"line 3: label 'x' is not a number"),
+        ("1 qid:8 0:0.5", r"line 3: feature index 0 .*1-based"),
+        ("1 qid:8 2:0.5 1:0.5", r"line 3: feature indices not strictly increasing"),
+    ],
+)
+def test_malformed_line_is_located(tmp_path, bad_line, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(GOOD + bad_line + "\n" + GOOD)
+    with pytest.raises(DataError, match=message) as info:
+        load_letor(path)
+    assert str(path) in str(info.value)
+    assert bad_line.split("#")[0].strip()[:20] in str(info.value)  # quoted text
+
+
+def test_line_numbers_count_comment_and_blank_lines(tmp_path):
+    path = tmp_path / "bad.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("# header\n\n" + GOOD + "   \n1 qid:8 1:nan\n")
+    with pytest.raises(DataError, match="line 6"):
+        load_letor(path)
+
+
+def test_long_bad_line_is_truncated(tmp_path):
+    bad = "1 1:0.5 " + " ".join(f"{j}:0.5" for j in range(2, 400))
+    path = tmp_path / "bad.txt"
+    path.write_text(GOOD + bad + "\n")
+    with pytest.raises(DataError, match="line 3") as info:
+        load_letor(path)
+    assert "..." in str(info.value)
+    assert len(str(info.value)) < len(bad)
+
+
+def test_feature_index_beyond_n_features(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text(GOOD + "1 qid:8 1:0.5 3:0.5\n")
+    with pytest.raises(
+        DataError, match=r"line 3: feature index 3 exceeds n_features=2"
+    ):
+        load_letor(path, n_features=2)
+    X, _, _ = load_letor(path, n_features=5)  # more columns: zero padding
+    assert X.shape == (3, 5)
+    np.testing.assert_array_equal(X[:, 3:], 0.0)
+    with pytest.raises(DataError, match="n_features"):
+        load_letor(path, n_features=0)
+
+
+@pytest.mark.parametrize("content", ["", "# only a comment\n\n  \n"])
+def test_file_without_data_lines(tmp_path, content):
+    path = tmp_path / "empty.txt"
+    path.write_text(content)
+    with pytest.raises(DataError, match="no data lines"):
+        load_letor(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="nothere.txt"):
+        load_letor(tmp_path / "nothere.txt")
+
+
+def test_corrupt_gzip(tmp_path):
+    path = tmp_path / "x.txt.gz"
+    path.write_bytes(b"not gzip at all\n")
+    with pytest.raises(DataError, match="x.txt.gz"):
+        load_letor(path)
+
+
+def test_unordered_qids_load_unchanged(tmp_path):
+    qid = np.array([30, 10, 30, 20, 10, 30])
+    X = np.arange(12, dtype=float).reshape(6, 2) / 11
+    y = np.array([0, 1, 2, 0, 0, 1])
+    write_letor(tmp_path / "u.txt", X, y, qid)
+    X2, _, qid2 = load_letor(tmp_path / "u.txt")
+    np.testing.assert_array_equal(qid2, qid)
+    np.testing.assert_array_equal(X2, X)
+    g = group_queries(qid2)
+    np.testing.assert_array_equal(g.qids, [10, 20, 30])
+    np.testing.assert_array_equal(g.order, [1, 4, 3, 0, 2, 5])  # stable
+    np.testing.assert_array_equal(g.indptr, [0, 2, 3, 6])
+    assert not g.is_contiguous
+
+
+# --------------------------------------------------------------------------
+# Folds
+# --------------------------------------------------------------------------
+
+# Fold k: train on partitions k, k+1, k+2, validate on k+3, test on k+4.
+FOLD_TABLE = {  # /work/shared/letor/README.md
+    1: ([1, 2, 3], 4, 5),
+    2: ([2, 3, 4], 5, 1),
+    3: ([3, 4, 5], 1, 2),
+    4: ([4, 5, 1], 2, 3),
+    5: ([5, 1, 2], 3, 4),
+}
+
+
+def partition(s, n_features=4):
+    """Partition ``s``: queries 100*s + (0, 1, 2), so qid // 100 recovers s."""
+    d = make_synthetic_letor(
+        3,
+        docs_per_query=(2, 4),
+        n_informative=2,
+        n_redundant=1,
+        n_noise=n_features - 3,
+        seed=s,
+    )
+    return d.X, d.y, d.qid - 1 + 100 * s
+
+
+def write_split(path, partitions, n_features=4):
+    arrays = [partition(s, n_features) for s in partitions]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_letor(path, *(np.concatenate([a[i] for a in arrays]) for i in range(3)))
+
+
+def sources(split: RankingData):
+    return sorted(set((split.qid // 100).tolist()))
+
+
+@pytest.mark.parametrize(
+    ("layout", "names"),
+    [
+        ("letor4", ("train.txt", "vali.txt", "test.txt")),
+        ("letor3", ("trainingset.txt", "validationset.txt", "testset.txt")),
+        ("letor4-gz", ("train.txt.gz", "vali.txt.gz", "test.txt.gz")),
+    ],
+)
+def test_fold_directory_layouts(tmp_path, layout, names):
+    for k in (1, 2):
+        fold_dir = tmp_path / "DS" / f"Fold{k}"
+        train, vali, test = FOLD_TABLE[k]
+        for name, parts in zip(names, (train, [vali], [test])):
+            write_split(fold_dir / name, parts)
+    for k in (1, 2):
+        fold = load_letor_fold("DS", k, root=tmp_path)
+        assert isinstance(fold, LetorFold) and fold.fold == k and fold.name == "DS"
+        train, vali, test = FOLD_TABLE[k]
+        assert sources(fold.train) == sorted(train)
+        assert sources(fold.vali) == [vali]
+        assert sources(fold.test) == [test]
+        assert fold.paths["train"] == (tmp_path / "DS" / f"Fold{k}" / names[0],)
+        X, y, qid = fold.train  # RankingData unpacks
+        assert len(X) == len(y) == len(qid)
+        np.testing.assert_array_equal(X, partition_concat(train)[0])
+        assert fold.n_features == 4
+
+
+def partition_concat(parts):
+    arrays = [partition(s) for s in parts]
+    return tuple(np.concatenate([a[i] for a in arrays]) for i in range(3))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+def test_partition_layout_fold_arithmetic(tmp_path, k):
+    for s in range(1, 6):  # mix plain and compressed partitions
+        write_split(tmp_path / "MQ" / f"S{s}.txt{'.gz' if s % 2 else ''}", [s])
+    fold = load_letor_fold("MQ", k, root=tmp_path)
+    train, vali, test = FOLD_TABLE[k]
+    assert sources(fold.train) == sorted(train)
+    assert sources(fold.vali) == [vali]
+    assert sources(fold.test) == [test]
+    # train keeps the partition order k, k+1, k+2 and the rows of each
+    for got, want in zip(fold.train, partition_concat(train)):
+        np.testing.assert_array_equal(got, want)
+    assert [p.name for p in fold.paths["train"]] == [
+        f"S{s}.txt{'.gz' if s % 2 else ''}" for s in train
+    ]
+
+
+def test_fold_feature_count_mismatch(tmp_path):
+    for s in range(1, 6):
+        write_split(tmp_path / "MQ" / f"S{s}.txt", [s], n_features=5 if s == 4 else 4)
+    with pytest.raises(
+        DataError, match=r"S4\.txt lists 5 features but .*S1\.txt lists 4"
+    ):
+        load_letor_fold("MQ", 1, root=tmp_path)
+    fold = load_letor_fold("MQ", 1, root=tmp_path, n_features=6)  # explicit: padded
+    assert fold.train.X.shape[1] == fold.vali.X.shape[1] == fold.test.X.shape[1] == 6
+
+
+def test_missing_dataset_lists_searched_paths(tmp_path):
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_letor_fold("NOPE", 2, root=tmp_path)
+    msg = str(info.value)
+    base = tmp_path / "NOPE"
+    for p in [
+        base / "Fold2" / "train.txt",
+        base / "Fold2" / "vali.txt.gz",
+        base / "Fold2" / "trainingset.txt",
+        base / "Fold2" / "testset.txt.gz",
+        base / "S1.txt",
+        base / "S5.txt.gz",
+    ]:
+        assert str(p) in msg
+    assert "LETOR_HOME" in msg and "root=" in msg and "does not exist" in msg
+
+
+def test_incomplete_fold_is_not_found(tmp_path):
+    write_split(tmp_path / "DS" / "Fold1" / "train.txt", [1])  # no vali, no test
+    with pytest.raises(DatasetNotFoundError, match="vali.txt"):
+        load_letor_fold("DS", 1, root=tmp_path)
+
+
+@pytest.mark.parametrize("fold", [0, 6, -1, 1.0, "1", True])
+def test_bad_fold_number(tmp_path, fold):
+    with pytest.raises(DataError, match="fold must be an integer from 1 to 5"):
+        load_letor_fold("MQ", fold, root=tmp_path)
+
+
+def test_letor_home_env(tmp_path, monkeypatch):
+    for s in range(1, 6):
+        write_split(tmp_path / "MQ" / f"S{s}.txt", [s])
+    monkeypatch.setenv("LETOR_HOME", str(tmp_path))
+    assert letor_home() == tmp_path
+    assert letor_home(tmp_path / "other") == tmp_path / "other"  # argument wins
+    fold = load_letor_fold("MQ", 1)
+    assert sources(fold.test) == [5]
+    monkeypatch.delenv("LETOR_HOME")
+    with pytest.raises(DatasetNotFoundError, match="LETOR_HOME"):
+        letor_home()
+    with pytest.raises(DatasetNotFoundError, match="LETOR_HOME"):
+        load_letor_fold("MQ", 1)
+
+
+def test_mq2008_fold1(letor_root):
+    if not (letor_root / "MQ2008").is_dir():
+        pytest.skip(f"MQ2008 not found under {letor_root}")
+    fold = load_letor_fold("MQ2008", 1, root=letor_root)
+    expected = {"train": (9630, 471), "vali": (2707, 157), "test": (2874, 156)}
+    for name, (rows, queries) in expected.items():
+        X, y, qid = getattr(fold, name)
+        assert X.shape == (rows, 46)
+        assert np.unique(qid).size == queries
+        assert set(np.unique(y).tolist()) <= {0, 1, 2}
+        assert X.min() >= 0.0 and X.max() <= 1.0
+    assert set(np.unique(fold.train.y).tolist()) == {0, 1, 2}
+    # query-disjoint splits
+    assert not set(fold.train.qid) & set(fold.test.qid)
+    assert not set(fold.vali.qid) & set(fold.test.qid)
+    # comments of the real files
+    _, _, _, comments = load_letor(fold.paths["vali"][0], return_comments=True)
+    assert len(comments) == 2707 and comments[0].startswith("docid = GX")
+
+
+# --------------------------------------------------------------------------
+# Synthetic data
+# --------------------------------------------------------------------------
+
+
+def test_synthetic_deterministic():
+    a, b = make_synthetic_letor(30, seed=7), make_synthetic_letor(30, seed=7)
+    for key in ("X", "y", "qid", "coef", "redundant_of", "thresholds"):
+        np.testing.assert_array_equal(a[key], b[key])
+    assert a.feature_names == b.feature_names
+    c = make_synthetic_letor(30, seed=8)
+    assert a.X.shape != c.X.shape or not np.array_equal(a.X, c.X)
+
+
+def test_synthetic_shapes_and_ranges():
+    d = make_synthetic_letor(
+        50,
+        docs_per_query=(3, 9),
+        n_informative=4,
+        n_redundant=3,
+        n_noise=6,
+        n_levels=5,
+        seed=1,
+    )
+    n = len(d.y)
+    assert d.X.shape == (n, 13) and d.X.dtype == np.float64
+    assert d.X.min() >= 0 and d.X.max() <= 1
+    assert d.y.dtype == np.int64 and set(np.unique(d.y).tolist()) == set(range(5))
+    assert d.qid.dtype == np.int64
+    np.testing.assert_array_equal(np.unique(d.qid), np.arange(1, 51))
+    assert np.all(np.diff(d.qid) >= 0)  # contiguous, increasing
+    sizes = np.bincount(d.qid)[1:]
+    assert sizes.min() >= 3 and sizes.max() <= 9
+    np.testing.assert_array_equal(d.informative, [0, 1, 2, 3])
+    np.testing.assert_array_equal(d.redundant, [4, 5, 6])
+    np.testing.assert_array_equal(d.noise, np.arange(7, 13))
+    assert np.all(np.isin(d.redundant_of, d.informative))
+    np.testing.assert_array_equal(np.flatnonzero(d.coef), d.informative)
+    assert np.all(d.coef[d.informative] > 0)
+    assert np.unique(d.coef[d.informative]).size == 4  # varying magnitudes
+    assert d.feature_names[0] == "inf0" and d.feature_names[-1] == "noise5"
+    assert d.feature_names[4] == f"red0<-inf{d.redundant_of[0]}"
+    assert len(d.feature_names) == 13
+    fixed = make_synthetic_letor(4, docs_per_query=6)
+    assert len(fixed.y) == 24
+
+
+@pytest.mark.parametrize("n_levels", [2, 3, 5])
+def test_synthetic_labels_skewed_to_zero(n_levels):
+    d = make_synthetic_letor(200, n_levels=n_levels, seed=2)
+    freq = np.bincount(d.y, minlength=n_levels) / len(d.y)
+    assert abs(freq[0] - 0.6) < 0.01
+    assert np.all(np.diff(freq) < 0)  # each grade rarer than the one below
+    if n_levels == 3:
+        np.testing.assert_allclose(freq, [0.60, 0.25, 0.15], atol=0.01)
+
+
+def test_synthetic_signal_structure():
+    d = make_synthetic_letor(200, seed=4)
+
+    def corr(j):
+        return np.corrcoef(d.X[:, j], d.y)[0, 1]
+
+    inf = np.mean([abs(corr(j)) for j in d.informative])
+    noise = np.mean([abs(corr(j)) for j in d.noise])
+    assert inf > 0.15 and inf > 5 * noise
+    for r, k in zip(d.redundant, d.redundant_of):
+        assert np.corrcoef(d.X[:, r], d.X[:, k])[0, 1] > 0.9
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"n_queries": 0}, "n_queries"),
+        ({"docs_per_query": (0, 3)}, "docs_per_query"),
+        ({"docs_per_query": (5, 3)}, "docs_per_query"),
+        ({"docs_per_query": "many"}, "docs_per_query"),
+        ({"n_levels": 1}, "n_levels"),
+        ({"n_informative": 0}, "n_informative"),
+        ({"n_noise": -1}, "n_noise"),
+        ({"label_noise": -0.1}, "label_noise"),
+        ({"redundancy_noise": float("nan")}, "redundancy_noise"),
+    ],
+)
+def test_synthetic_rejects_bad_arguments(kwargs, name):
+    with pytest.raises(DataError, match=name):
+        make_synthetic_letor(**kwargs)
+
+
+# --------------------------------------------------------------------------
+# Query-level normalisation and splitting
+# --------------------------------------------------------------------------
+
+
+def query_level_normalize_loop(X, qid):
+    out = np.zeros_like(X, dtype=float)
+    for q in np.unique(qid):
+        rows = np.flatnonzero(qid == q)
+        for j in range(X.shape[1]):
+            col = X[rows, j]
+            span = col.max() - col.min()
+            out[rows, j] = (col - col.min()) / span if span > 0 else 0.0
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_query_level_normalize_matches_loop(data):
+    n = data.draw(st.integers(1, 25))
+    d = data.draw(st.integers(1, 4))
+    X = data.draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-1e6, 1e6)))
+    qid = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, 5)))
+    got = query_level_normalize(X, qid)
+    np.testing.assert_allclose(
+        got, query_level_normalize_loop(X, qid), rtol=1e-12, atol=0
+    )
+    assert got.min() >= 0 and got.max() <= 1
+    assert got is not X
+
+
+def test_query_level_normalize_cases():
+    X = np.array([[1.0, 5.0], [3.0, 5.0], [9.0, 7.0], [2.0, 5.0], [4.0, 1.0]])
+    qid = np.array([2, 1, 2, 2, 9])  # unordered, one single-document query
+    X0 = X.copy()
+    got = query_level_normalize(X, qid)
+    want = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.125, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(X, X0)  # input untouched
+    X[0, 0] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        query_level_normalize(X, qid)
+
+
+def test_train_test_split_queries():
+    d = make_synthetic_letor(40, seed=5)
+    perm = np.random.default_rng(0).permutation(len(d.y))  # scattered queries
+    X, y, qid = d.X[perm], d.y[perm], d.qid[perm]
+    train, test = train_test_split_queries(X, y, qid, test_size=0.25, seed=1)
+    assert isinstance(train, RankingData)
+    assert not set(train.qid) & set(test.qid)
+    assert test.n_queries == 10 and train.n_queries == 30
+    assert len(train.y) + len(test.y) == len(y)
+    # rows keep their order and their (X, y) content
+    in_test = np.isin(qid, test.qid)
+    np.testing.assert_array_equal(test.X, X[in_test])
+    np.testing.assert_array_equal(train.y, y[~in_test])
+    again = train_test_split_queries(X, y, qid, test_size=0.25, seed=1)
+    np.testing.assert_array_equal(again[1].qid, test.qid)
+    assert train_test_split_queries(X, y, qid, test_size=3)[1].n_queries == 3
+    with pytest.raises(DataError, match="test_size"):
+        train_test_split_queries(X, y, qid, test_size=1.0)
+    with pytest.raises(DataError, match="test_size"):
+        train_test_split_queries(X[:5], y[:5], np.ones(5), test_size=0.5)
+
+
+def test_public_docstrings_link_the_book():
+    for name in rdata.__all__:
+        doc = getattr(rdata, name).__doc__
+        assert "Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics" in doc
