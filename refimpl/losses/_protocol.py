@@ -12,6 +12,8 @@ class SmoothObjective(Protocol):
     The contract is LIBLINEAR's (``tron.h``): the solver calls ``fun(w)``,
     then ``grad(w)`` at the same ``w``, then any number of ``hess_vec(s)``,
     so the objective may cache the scores and the active pairs between calls.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
 
     n_features: int
