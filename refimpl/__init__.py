@@ -6,16 +6,26 @@ data      LETOR loading, the synthetic default data, query-level normalisation
 pairs     preference pairs and (for teaching) the pair-difference matrix
 metrics   NDCG@k, mean NDCG, MAP, P@k, pairwise accuracy, Kendall's tau,
           sparsity, with the LETOR evaluation conventions
-losses    the pairwise squared hinge loss (value, gradient, Hessian-vector)
+losses    the pairwise squared hinge loss (value, gradient, Hessian-vector),
+          with explicit-pair and order-statistic-tree backends
+sv_stats  Lee & Lin's per-document support-vector statistics (trees, counting)
+solvers   TRON (trust-region Newton)
+estimators  scikit-learn-style RankSVM
 """
 
-from . import data, losses, metrics, pairs
+from . import data, estimators, losses, metrics, pairs, solvers, sv_stats
+from .estimators import RankSVM
 from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
-from .losses import PairwiseSquaredHinge
+from .losses import L2Regularized, PairwiseSquaredHinge
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "L2Regularized",
+    "RankSVM",
+    "estimators",
+    "solvers",
+    "sv_stats",
     "DataError",
     "DatasetNotFoundError",
     "PairMatrixTooLargeError",

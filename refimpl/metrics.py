@@ -324,9 +324,9 @@ def _pairwise_inputs(y_g, s_g, qcode, indptr):
 
 def _pairwise_counts(y_g, s_g, qcode, indptr):
     label_rank, scores_sorted = _pairwise_inputs(y_g, s_g, qcode, indptr)
-    out = np.zeros(2, dtype=np.int64)
+    out = np.zeros(3, dtype=np.int64)
     pairwise_count_kernel(label_rank, scores_sorted, indptr, out)
-    return int(out[0]), int(out[1])
+    return int(out[0]), int(out[1]), int(out[2])
 
 
 def _reduce(table, scalar, per_query):
@@ -501,13 +501,16 @@ def average_precision(y, scores, qid=None, *, convention="letor4",
 mean_average_precision = average_precision
 
 
-def pairwise_accuracy(y, scores, qid=None, *, return_counts=False):
+PAIRWISE_TIES = ("incorrect", "correct", "half")
+
+
+def pairwise_accuracy(y, scores, qid=None, *, ties="incorrect",
+                      return_counts=False):
     """Fraction of preference pairs that the scores order correctly.
 
     With ``P = {(i, j): same query, y_i > y_j}``, the pairwise accuracy is
     ``|{(i, j) in P: s_i > s_j}| / |P|``, one global ratio over the pairs of
-    all queries (not a mean over queries).  Equal scores count as incorrect.
-    Computed in O(l log l) per query: documents are sorted by score and, block
+    all queries (not a mean over queries).  Computed in O(l log l) per query: documents are sorted by score and, block
     by block of equal scores, a Fenwick tree over label ranks counts the
     earlier (strictly lower-scored) documents with a strictly lower label.
 
@@ -519,8 +522,17 @@ def pairwise_accuracy(y, scores, qid=None, *, return_counts=False):
         Ranking scores.
     qid : array-like of shape (n,), optional
         Query ids; ``None`` means a single query.
+    ties : {"incorrect", "correct", "half"}, default "incorrect"
+        How a pair with equal scores counts.  ``"incorrect"`` is the paper's
+        definition (``s_i > s_j`` strictly); ``"correct"`` is what the
+        evaluation code distributed with Lee & Lin's experiments computes
+        (it counts only strictly discordant pairs as errors; LETOR data has
+        duplicate documents, so this matters); ``"half"`` is the
+        concordance-index / AUC convention.
     return_counts : bool, default False
-        Return ``(n_correct, n_pairs)`` as Python ints instead of the ratio.
+        Return ``(n_correct, n_pairs)`` as Python ints instead of the ratio
+        (``n_correct`` counts strictly concordant pairs plus, for
+        ``ties="correct"``, the tied ones; for ``"half"`` it is a float).
 
     Returns
     -------
@@ -538,8 +550,14 @@ def pairwise_accuracy(y, scores, qid=None, *, return_counts=False):
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
+    if ties not in PAIRWISE_TIES:
+        raise DataError(f"ties must be one of {PAIRWISE_TIES}, got {ties!r}")
     y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    n_correct, n_pairs = _pairwise_counts(y_g, s_g, qcode, groups.indptr)
+    n_correct, n_pairs, n_tied = _pairwise_counts(y_g, s_g, qcode, groups.indptr)
+    if ties == "correct":
+        n_correct += n_tied
+    elif ties == "half":
+        n_correct += n_tied / 2
     if n_pairs == 0:
         raise DataError(
             "pairwise accuracy is undefined: no query has two documents with "
@@ -704,7 +722,7 @@ def evaluate(y, scores, qid=None, *, ks=(1, 3, 5, 10), convention="letor4",
         result[f"P@{k}"] = float(prec[:, j].mean())
     result["MAP"] = float(ap.mean())
     result["MeanNDCG"] = float(nd_mean.mean())
-    n_correct, n_pairs = _pairwise_counts(y_g, s_g, qcode, groups.indptr)
+    n_correct, n_pairs, _ = _pairwise_counts(y_g, s_g, qcode, groups.indptr)
     result["PairwiseAccuracy"] = (
         n_correct / n_pairs if n_pairs else float("nan")
     )

@@ -6,6 +6,11 @@ the square of the number of documents per query, which is why
 and why the order-statistic-tree chapter exists.  The explicit matrix
 :func:`pair_difference_matrix` is offered for small teaching examples only.
 
+Every function takes ``which``: ``"all"`` is ``P`` itself, ``"adjacent"``
+the partial pairs of Lee & Lin (2014), section 5 -- only the pairs whose
+labels are adjacent among the distinct labels of their query, O(l) pairs
+when every level holds O(1) documents (MQ2007/2008-list, Table 10).
+
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
 
@@ -18,10 +23,28 @@ import scipy.sparse as sp
 
 from ._validation import check_labels, check_X, group_queries
 from .exceptions import DataError, PairMatrixTooLargeError
-from .kernels.pairs import count_pairs_per_query, fill_pairs
+from .kernels.pairs import (
+    count_adjacent_pairs_per_query,
+    count_pairs_per_query,
+    fill_adjacent_pairs,
+    fill_pairs,
+)
 
 #: Default memory cap for :func:`pair_difference_matrix`: 256 MiB.
 DEFAULT_MAX_BYTES = 256 * 2**20
+
+#: Accepted values of the ``which`` keyword: all pairs, or partial pairs
+#: between adjacent relevance levels (Lee & Lin 2014, section 5).
+PAIR_SETS = ("all", "adjacent")
+
+_COUNT = {"all": count_pairs_per_query, "adjacent": count_adjacent_pairs_per_query}
+_FILL = {"all": fill_pairs, "adjacent": fill_adjacent_pairs}
+
+
+def _check_which(which):
+    if not isinstance(which, str) or which not in PAIR_SETS:
+        raise DataError(f"which must be one of {PAIR_SETS}, got {which!r}")
+    return which
 
 
 @dataclass(frozen=True)
@@ -31,8 +54,10 @@ class PreferencePairs:
     Attributes
     ----------
     i, j : ndarray of int64, shape (p,)
-        ``y[i[t]] > y[j[t]]`` and both documents belong to the same query;
-        indices refer to the caller's rows (input order).
+        ``y[i[t]] > y[j[t]]`` and both documents belong to the same query
+        (with ``which="adjacent"``, also no label of that query lies
+        strictly between them); indices refer to the caller's rows (input
+        order).
     per_query : ndarray of int64, shape (n_queries,)
         Number of pairs of each query, in increasing qid order.
     qids : ndarray
@@ -48,24 +73,49 @@ class PreferencePairs:
         return len(self.i)
 
 
-def pair_counts(y, qid=None) -> np.ndarray:
+def pair_counts(y, qid=None, *, which: str = "all") -> np.ndarray:
     """Number of preference pairs of each query (increasing qid order).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Graded relevance labels.
+    qid : array-like of shape (n,), optional
+        Query ids; ``None`` is one query.
+    which : {"all", "adjacent"}, default "all"
+        ``"all"``: ``|{(i, j) : q_i = q_j, y_i > y_j}|``, computed from the
+        label runs as ``sum_r c_r (c_0 + ... + c_{r-1})``; ``"adjacent"``:
+        the partial pairs of Lee & Lin (2014), section 5, ``sum_r c_r
+        c_{r-1}``, where ``c_r`` is the number of documents at the ``r``-th
+        smallest distinct label of the query.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_queries,)
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
+    which = _check_which(which)
     y = check_labels(y)
     groups = group_queries(qid, len(y))
     out = np.empty(groups.n_queries, dtype=np.int64)
-    count_pairs_per_query(y, groups.order, groups.indptr, out)
+    _COUNT[which](y, groups.order, groups.indptr, out)
     return out
 
 
-def n_pairs(y, qid=None) -> int:
-    """Total number of preference pairs ``p = |P|``."""
-    return int(pair_counts(y, qid).sum())
+def n_pairs(y, qid=None, *, which: str = "all") -> int:
+    """Total number of preference pairs ``p = |P|`` (or of the partial pairs).
+
+    ``which`` as in :func:`pair_counts`.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+    """
+    return int(pair_counts(y, qid, which=which).sum())
 
 
-def preference_pairs(y, qid=None, *, require_pairs: bool = True) -> PreferencePairs:
+def preference_pairs(
+    y, qid=None, *, require_pairs: bool = True, which: str = "all"
+) -> PreferencePairs:
     """Enumerate ``P = {(i, j) : q_i = q_j, y_i > y_j}`` as index arrays.
 
     Parameters
@@ -77,13 +127,30 @@ def preference_pairs(y, qid=None, *, require_pairs: bool = True) -> PreferencePa
     require_pairs : bool, default True
         Raise :class:`~refimpl.exceptions.DataError` when no query has two
         documents with different labels (a pairwise loss is then identically 0).
+    which : {"all", "adjacent"}, default "all"
+        ``"all"``: the whole of ``P``.  ``"adjacent"``: the partial pairs of
+        Lee & Lin (2014), section 5, ``{(i, j) in P : no document of the
+        query has a label strictly between y_j and y_i}``, i.e. ``y_i`` is
+        the next level above ``y_j`` among the labels present in the query.
+        For MQ2007/2008-list (labels ``1..l_q``) this is the paper's
+        ``y_i = y_j + 1``; a LETOR query with levels {0, 2} pairs 2 with 0.
+        When every level holds O(1) documents there are O(l) such pairs, and
+        RankSVM becomes an ordinary L2-loss SVM on the rows ``x_i - x_j``
+        (Table 10 compares it with all pairs).
+
+    Returns
+    -------
+    PreferencePairs
+        Inside a query, pairs are listed by ``i`` in input order, then ``j``
+        in input order (for both values of ``which``).
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
+    which = _check_which(which)
     y = check_labels(y)
     groups = group_queries(qid, len(y))
     per_query = np.empty(groups.n_queries, dtype=np.int64)
-    count_pairs_per_query(y, groups.order, groups.indptr, per_query)
+    _COUNT[which](y, groups.order, groups.indptr, per_query)
     total = int(per_query.sum())
     if total == 0 and require_pairs:
         raise DataError(
@@ -94,23 +161,28 @@ def preference_pairs(y, qid=None, *, require_pairs: bool = True) -> PreferencePa
     np.cumsum(per_query, out=offsets[1:])
     pi = np.empty(total, dtype=np.int64)
     pj = np.empty(total, dtype=np.int64)
-    fill_pairs(y, groups.order, groups.indptr, offsets, pi, pj)
+    _FILL[which](y, groups.order, groups.indptr, offsets, pi, pj)
     return PreferencePairs(i=pi, j=pj, per_query=per_query, qids=groups.qids)
 
 
-def pair_difference_matrix(X, y, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES):
+def pair_difference_matrix(
+    X, y, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES, which: str = "all"
+):
     """The explicit matrix ``K`` whose rows are ``x_i - x_j`` for ``(i, j)`` in P.
 
     For small teaching cases only: it has ``p`` rows, and ``p`` grows like the
     square of the documents per query.  A matrix that would need more than
     ``max_bytes`` raises :class:`~refimpl.exceptions.PairMatrixTooLargeError`
-    naming the size instead of exhausting memory.
+    naming the size instead of exhausting memory.  ``which="adjacent"``
+    keeps the partial pairs of :func:`preference_pairs` only (Lee & Lin
+    2014, section 5: the rows of the classification problem solved there).
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
+    which = _check_which(which)
     X = check_X(X)
     y = check_labels(y, X.shape[0])
-    p = n_pairs(y, qid)
+    p = n_pairs(y, qid, which=which)
     need = p * X.shape[1] * 8
     if need > max_bytes:
         raise PairMatrixTooLargeError(
@@ -119,7 +191,7 @@ def pair_difference_matrix(X, y, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES
             "MiB); use refimpl.losses.PairwiseSquaredHinge, which never builds "
             "it, or raise max_bytes"
         )
-    pairs = preference_pairs(y, qid)
+    pairs = preference_pairs(y, qid, which=which)
     if sp.issparse(X):
         return (X[pairs.i] - X[pairs.j]).tocsr()
     return X[pairs.i] - X[pairs.j]

@@ -15,7 +15,15 @@ import refimpl
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"Derived in:\s*(book/[\w./-]+\.md)#([\w-]+)")
-MODULES = [refimpl.data, refimpl.pairs, refimpl.metrics, refimpl.losses]
+MODULES = [
+    refimpl.data,
+    refimpl.pairs,
+    refimpl.metrics,
+    refimpl.losses,
+    refimpl.solvers,
+    refimpl.sv_stats,
+    refimpl.estimators,
+]
 
 
 def public_objects():

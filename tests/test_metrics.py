@@ -391,13 +391,39 @@ def test_pairwise_kernel_equals_py_func(data):
     y, s, q = data
     y_g, s_g, qcode, groups = metrics._prepare(y, s, q)
     rank, s_sorted = metrics._pairwise_inputs(y_g, s_g, qcode, groups.indptr)
-    out_jit = np.zeros(2, dtype=np.int64)
-    out_py = np.zeros(2, dtype=np.int64)
+    out_jit = np.zeros(3, dtype=np.int64)
+    out_py = np.zeros(3, dtype=np.int64)
     kernels.pairwise_count_kernel(rank, s_sorted, groups.indptr, out_jit)
     kernels.pairwise_count_kernel.py_func(rank, s_sorted, groups.indptr,
                                           out_py)
     np.testing.assert_array_equal(out_jit, out_py)
-    assert tuple(out_jit) == brute_pairs(y, s, q)
+    assert tuple(out_jit[:2]) == brute_pairs(y, s, q)
+    assert out_jit[2] == brute_tied(y, s, q)
+
+
+def brute_tied(y, s, qid):
+    return sum(
+        1
+        for i in range(len(y))
+        for j in range(len(y))
+        if qid[i] == qid[j] and y[i] > y[j] and s[i] == s[j]
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=pair_data())
+def test_pairwise_accuracy_tie_conventions(data):
+    y, s, q = data
+    correct, pairs = brute_pairs(y, s, q)
+    if pairs == 0:
+        return
+    tied = brute_tied(y, s, q)
+    assert pairwise_accuracy(y, s, q, ties="correct") == pytest.approx(
+        (correct + tied) / pairs, rel=1e-12)
+    assert pairwise_accuracy(y, s, q, ties="half") == pytest.approx(
+        (correct + tied / 2) / pairs, rel=1e-12)
+    with pytest.raises(DataError, match="ties"):
+        pairwise_accuracy(y, s, q, ties="maybe")
 
 
 def test_pairwise_accuracy_by_hand_and_single_query():

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from refimpl.exceptions import DataError, PairMatrixTooLargeError
 from refimpl.kernels import pairs as kpairs
 from refimpl.pairs import (
+    PAIR_SETS,
     n_pairs,
     pair_counts,
     pair_difference_matrix,
@@ -25,6 +26,25 @@ def brute_force_pairs(y, qid):
     return out
 
 
+def brute_force_adjacent_pairs(y, qid):
+    """(i, j) with the same query, y_i > y_j and no label of the query between.
+
+    Lee & Lin (2014), section 5, with "adjacent" read among the labels that
+    occur in the query, by three nested loops.
+    """
+    out = []
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if qid[i] != qid[j] or not y[i] > y[j]:
+                continue
+            between = any(
+                qid[m] == qid[i] and y[j] < y[m] < y[i] for m in range(len(y))
+            )
+            if not between:
+                out.append((i, j))
+    return out
+
+
 @st.composite
 def ranking_labels(draw, max_docs=40):
     n = draw(st.integers(1, max_docs))
@@ -32,6 +52,24 @@ def ranking_labels(draw, max_docs=40):
     y = draw(st.lists(st.integers(0, n_levels - 1), min_size=n, max_size=n))
     qid = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
     return np.array(y), np.array(qid)
+
+
+@st.composite
+def graded_labels(draw, max_docs=40):
+    """Float labels with gaps (e.g. {0, 2}), list-like 1..l_q, few or many levels."""
+    n = draw(st.integers(1, max_docs))
+    mode = draw(st.sampled_from(["few", "gaps", "many", "list"]))
+    if mode == "few":
+        y = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    elif mode == "gaps":
+        y = draw(st.lists(st.sampled_from([0.0, 2.0, 2.5, 7.0]), min_size=n,
+                          max_size=n))
+    elif mode == "many":
+        y = draw(st.lists(st.integers(-20, 20), min_size=n, max_size=n))
+    else:  # MQ2008-list-like: a permutation of 1..n (qids mix it up)
+        y = [v + 1 for v in draw(st.permutations(range(n)))]
+    qid = draw(st.lists(st.integers(-3, 4), min_size=n, max_size=n))
+    return np.array(y, dtype=float), np.array(qid)
 
 
 @settings(max_examples=200, deadline=None)
@@ -110,3 +148,131 @@ def test_bad_input():
         pair_counts(np.array([1, 0]), np.array([1, 1, 1]))
     with pytest.raises(DataError, match="one-dimensional"):
         pair_counts(np.ones((2, 2)))
+
+
+# --------------------------------------------------------------------------
+# partial pairs: adjacent relevance levels (Lee & Lin 2014, section 5)
+# --------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(graded_labels())
+def test_adjacent_pairs_equal_brute_force(data):
+    y, qid = data
+    expected = brute_force_adjacent_pairs(y, qid)
+    counts = pair_counts(y, qid, which="adjacent")
+    assert counts.sum() == len(expected) == n_pairs(y, qid, which="adjacent")
+    for q, c in zip(np.unique(qid), counts):
+        assert c == sum(1 for (i, _) in expected if qid[i] == q)
+    if not expected:
+        assert n_pairs(y, qid) == 0  # adjacent pairs exist iff pairs exist
+        with pytest.raises(DataError, match="no preference pairs"):
+            preference_pairs(y, qid, which="adjacent")
+        return
+    p = preference_pairs(y, qid, which="adjacent")
+    np.testing.assert_array_equal(p.per_query, counts)
+    # same pairs, and listed as the double loop lists them inside each query
+    for q in np.unique(qid):
+        got_q = [(i, j) for i, j in zip(p.i.tolist(), p.j.tolist()) if qid[i] == q]
+        assert got_q == [(i, j) for (i, j) in expected if qid[i] == q]
+    assert len(p.i) == len(set(zip(p.i.tolist(), p.j.tolist())))
+    # a subset of all pairs, in the same relative order
+    allp = preference_pairs(y, qid)
+    pos = {pair: t for t, pair in enumerate(zip(allp.i.tolist(), allp.j.tolist()))}
+    idx = [pos[pair] for pair in zip(p.i.tolist(), p.j.tolist())]
+    assert idx == sorted(idx)
+
+
+@settings(max_examples=100, deadline=None)
+@given(graded_labels())
+def test_which_all_unchanged(data):
+    """which="all" (explicit or default) is the full set P of the double loop."""
+    y, qid = data
+    expected = brute_force_pairs(y, qid)
+    default = pair_counts(y, qid)
+    np.testing.assert_array_equal(pair_counts(y, qid, which="all"), default)
+    assert n_pairs(y, qid, which="all") == len(expected) == default.sum()
+    if expected:
+        a = preference_pairs(y, qid)
+        b = preference_pairs(y, qid, which="all")
+        np.testing.assert_array_equal(a.i, b.i)
+        np.testing.assert_array_equal(a.j, b.j)
+        assert set(zip(b.i.tolist(), b.j.tolist())) == expected
+        # the existing kernel, called directly, gives the same listing
+        order = np.argsort(qid, kind="stable").astype(np.int64)
+        sq = qid[order]
+        indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(y)]
+        offsets = np.r_[0, np.cumsum(default)].astype(np.int64)
+        pi = np.empty(offsets[-1], np.int64)
+        pj = np.empty_like(pi)
+        kpairs.fill_pairs(y, order, indptr.astype(np.int64), offsets, pi, pj)
+        np.testing.assert_array_equal(b.i, pi)
+        np.testing.assert_array_equal(b.j, pj)
+
+
+@settings(max_examples=50, deadline=None)
+@given(graded_labels(max_docs=20))
+def test_adjacent_kernels_equal_py_func(data):
+    y, qid = data
+    order = np.argsort(qid, kind="stable").astype(np.int64)
+    sq = qid[order]
+    indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(y)]
+    indptr = indptr.astype(np.int64)
+    a = np.empty(len(indptr) - 1, np.int64)
+    b = np.empty_like(a)
+    kpairs.count_adjacent_pairs_per_query(y, order, indptr, a)
+    kpairs.count_adjacent_pairs_per_query.py_func(y, order, indptr, b)
+    np.testing.assert_array_equal(a, b)
+    offsets = np.r_[0, np.cumsum(a)].astype(np.int64)
+    out = [np.empty(offsets[-1], np.int64) for _ in range(4)]
+    kpairs.fill_adjacent_pairs(y, order, indptr, offsets, out[0], out[1])
+    kpairs.fill_adjacent_pairs.py_func(y, order, indptr, offsets, out[2], out[3])
+    np.testing.assert_array_equal(out[0], out[2])
+    np.testing.assert_array_equal(out[1], out[3])
+
+
+def test_adjacent_examples():
+    # MQ2008-list-like query: labels 1..l, y_i = y_j + 1 gives l - 1 pairs
+    y = np.array([3, 1, 4, 2, 5])
+    p = preference_pairs(y, which="adjacent")
+    assert sorted(zip(y[p.i].tolist(), y[p.j].tolist())) == [
+        (2, 1), (3, 2), (4, 3), (5, 4)
+    ]
+    assert n_pairs(y) == 10 and n_pairs(y, which="adjacent") == 4
+    # LETOR levels {0, 2} in one query, {0, 1, 2} in another
+    y = np.array([2.0, 0.0, 0.0, 2.0, 1.0, 0.0, 2.0])
+    qid = np.array([1, 1, 1, 1, 2, 2, 2])
+    p = preference_pairs(y, qid, which="adjacent")
+    assert list(zip(p.i.tolist(), p.j.tolist())) == [
+        (0, 1), (0, 2), (3, 1), (3, 2), (4, 5), (6, 4)
+    ]
+    np.testing.assert_array_equal(p.per_query, [4, 2])
+    np.testing.assert_array_equal(pair_counts(y, qid), [4, 3])
+    # two levels: adjacent pairs are all pairs
+    y = np.array([1, 0, 0, 1, 1])
+    assert n_pairs(y, which="adjacent") == n_pairs(y) == 6
+
+
+def test_adjacent_pair_difference_matrix():
+    rng = np.random.default_rng(1)
+    X = rng.random((12, 3))
+    y = rng.integers(0, 4, 12)
+    qid = np.repeat([1, 2, 3], 4)
+    K = pair_difference_matrix(X, y, qid, which="adjacent")
+    p = preference_pairs(y, qid, which="adjacent")
+    np.testing.assert_array_equal(K, X[p.i] - X[p.j])
+
+
+@pytest.mark.parametrize("bad", ["neighbours", "ALL", None, 1])
+def test_which_validated(bad):
+    assert PAIR_SETS == ("all", "adjacent")
+    y = np.array([1, 0, 2])
+    msg = r"which must be one of \('all', 'adjacent'\)"
+    with pytest.raises(DataError, match=msg):
+        pair_counts(y, which=bad)
+    with pytest.raises(DataError, match=msg):
+        n_pairs(y, which=bad)
+    with pytest.raises(DataError, match=msg):
+        preference_pairs(y, which=bad)
+    with pytest.raises(DataError, match=msg):
+        pair_difference_matrix(np.eye(3), y, which=bad)

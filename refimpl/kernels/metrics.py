@@ -118,7 +118,9 @@ def pairwise_count_kernel(label_rank, scores, indptr, out):
     Fenwick tree over label ranks returns how many of those have a strictly
     lower label.  Writes ``out[0]`` = number of pairs (i, j) of one query
     with ``y_i > y_j`` and ``s_i > s_j``, ``out[1]`` = number with
-    ``y_i > y_j``.  O(l_q log l_q) per query.
+    ``y_i > y_j`` and, if ``out`` has a third entry, ``out[2]`` = number
+    with ``y_i > y_j`` and ``s_i = s_j`` (tied scores).  O(l_q log l_q) per
+    query.
     """
     n_queries = indptr.shape[0] - 1
     max_len = 0
@@ -128,6 +130,8 @@ def pairwise_count_kernel(label_rank, scores, indptr, out):
     count = np.zeros(max_len, dtype=np.int64)
     n_correct = 0
     n_pairs = 0
+    n_tied = 0
+    block = np.zeros(max_len, dtype=np.int64)
     for q in range(n_queries):
         start = indptr[q]
         end = indptr[q + 1]
@@ -144,9 +148,21 @@ def pairwise_count_kernel(label_rank, scores, indptr, out):
             for t in range(i, j):
                 _fenwick_add(tree, label_rank[t] + 1, length)
                 count[label_rank[t]] += 1
+            if j - i > 1:
+                # tied pairs with different labels inside this block
+                m = j - i
+                same = 0
+                for t in range(i, j):
+                    same += block[label_rank[t]]
+                    block[label_rank[t]] += 1
+                n_tied += m * (m - 1) // 2 - same
+                for t in range(i, j):
+                    block[label_rank[t]] = 0
             i = j
         n_pairs += length * (length - 1) // 2
         for r in range(length):
             n_pairs -= count[r] * (count[r] - 1) // 2
     out[0] = n_correct
     out[1] = n_pairs
+    if out.shape[0] > 2:
+        out[2] = n_tied

@@ -1,6 +1,7 @@
 """Smooth ranking losses: one object per loss, several computational backends."""
 
 from ._protocol import SmoothObjective
+from .regularized import L2Regularized
 from .squared_hinge import PairwiseSquaredHinge
 
-__all__ = ["PairwiseSquaredHinge", "SmoothObjective"]
+__all__ = ["L2Regularized", "PairwiseSquaredHinge", "SmoothObjective"]

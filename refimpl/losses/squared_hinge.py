@@ -23,9 +23,15 @@ import numpy as np
 from .._validation import check_positive, check_ranking_data
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
-from ..pairs import preference_pairs
+from ..pairs import PAIR_SETS, pair_counts, preference_pairs
+from ._tree_backend import _TreeBackend
 
-BACKENDS = ("auto", "pairs", "numpy")
+BACKENDS = ("auto", "pairs", "numpy", "tree")
+
+#: ``backend="auto"`` uses the tree once there are more pairs than this many
+#: per document: explicit pairs cost O(p) time and memory per call, the tree
+#: O(l log l) (see benchmarks/bench_hessvec.py for the measured crossover).
+AUTO_TREE_PAIRS_PER_DOC = 32
 
 
 class _PairsBackend:
@@ -91,6 +97,13 @@ class _NumpyBackend:
 _BACKEND_CLASSES = {"pairs": _PairsBackend, "numpy": _NumpyBackend}
 
 
+def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
+    """The backend ``"auto"`` resolves to (explicit pairs or the tree)."""
+    if which != "all" or n_pairs <= AUTO_TREE_PAIRS_PER_DOC * n_samples:
+        return "pairs"
+    return "tree"
+
+
 class PairwiseSquaredHinge:
     """Pairwise squared hinge loss with value, gradient and Hessian-vector product.
 
@@ -105,9 +118,19 @@ class PairwiseSquaredHinge:
         The ``delta`` in ``max(0, delta - w^T(x_i - x_j))``.
     normalize : bool, default False
         Divide by the number of pairs ``p`` (a per-pair average).
-    backend : {"auto", "pairs", "numpy"}
-        ``"pairs"``: numba loops over explicit pair index arrays;
-        ``"numpy"``: the vectorised reference; ``"auto"`` picks ``"pairs"``.
+    backend : {"auto", "pairs", "numpy", "tree"}
+        ``"pairs"``: numba loops over explicit pair index arrays (O(p) per
+        call); ``"numpy"``: the vectorised reference; ``"tree"``: Lee & Lin's
+        order-statistic-tree statistics (O(l log l) per function and
+        O(l log k) per Hessian-vector product, no pair arrays at all);
+        ``"auto"``: the tree when there are more than
+        ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document, else explicit pairs.
+    tree_method : {"selection_tree", "avl", "direct", "prsvm"}
+        The structure the tree backend uses (Lee & Lin sections 2.2-2.4, and
+        the PRSVM+ decomposition of section 3.1 as a baseline).
+    which : {"all", "adjacent"}
+        ``"adjacent"`` keeps only pairs of adjacent relevance levels (Lee &
+        Lin section 5, partial pairs); explicit-pair backends only.
 
     Notes
     -----
@@ -119,21 +142,55 @@ class PairwiseSquaredHinge:
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
 
-    def __init__(self, X, y, qid=None, *, margin=1.0, normalize=False, backend="auto"):
+    def __init__(self, X, y, qid=None, *, margin=1.0, normalize=False,
+                 backend="auto", tree_method="selection_tree", which="all"):
         self.X, self.y, self.groups = check_ranking_data(X, y, qid)
+        self.qid = qid
         self.margin = check_positive(margin, "margin")
         if backend not in BACKENDS:
             raise DataError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self.backend = "pairs" if backend == "auto" else backend
-        self.pairs = preference_pairs(self.y, qid)
-        self.n_pairs = len(self.pairs)
+        if which not in PAIR_SETS:
+            raise DataError(f"which must be one of {PAIR_SETS}, got {which!r}")
+        if which != "all" and backend == "tree":
+            raise DataError(
+                "which='adjacent' (partial pairs) needs explicit pairs: use "
+                "backend='pairs' or 'auto'"
+            )
+        self.which = which
+        self.tree_method = tree_method
+        n = self.X.shape[0]
+        self.n_pairs = int(pair_counts(self.y, qid, which=which).sum())
+        if self.n_pairs == 0:
+            raise DataError(
+                "no preference pairs: no query has two documents with different "
+                "labels, so a pairwise ranking loss is identically zero"
+            )
+        if backend == "auto":
+            backend = choose_backend(self.n_pairs, n, which)
+        self.backend = backend
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)
-        n = self.X.shape[0]
-        self._impl = _BACKEND_CLASSES[self.backend](self.pairs, n, self.margin)
+        if backend == "tree":
+            self.pairs = None  # never materialised: O(l) memory
+            self._impl = _TreeBackend(None, n, self.margin, self.y, self.groups,
+                                      method=tree_method)
+        else:
+            self.pairs = preference_pairs(self.y, qid, which=which)
+            self._impl = _BACKEND_CLASSES[backend](self.pairs, n, self.margin)
         self._w = None
         self._value = None
         self._dz = None
+
+    def with_backend(self, backend, **kwargs):
+        """The same loss on the same data with another backend.
+
+        Lets a caller switch computation per call site (e.g. explicit pairs
+        inside a line search on a tiny problem, the tree elsewhere).
+        """
+        params = dict(margin=self.margin, normalize=self.normalize,
+                      tree_method=self.tree_method, which=self.which)
+        params.update(kwargs)
+        return type(self)(self.X, self.y, self.qid, backend=backend, **params)
 
     @property
     def n_features(self) -> int:

@@ -1,0 +1,512 @@
+"""Order-statistic trees for the support-vector statistics of RankSVM.
+
+Lee & Lin (2014), section 2.2, write the loss, gradient and generalised
+Hessian of the L2-loss RankSVM through four per-document quantities
+(eqs. 14-17): with ``z = X w``, ``t = X v`` and
+
+    SV(w)   = {(i, j) : same query, y_i > y_j, margin - (z_i - z_j) > 0},
+    SV_i^+  = {j : (j, i) in SV(w)},   l_i^+ = |SV_i^+|,
+              gamma_i^+ = sum_{j in SV_i^+} t_j,
+    SV_i^-  = {j : (i, j) in SV(w)},   l_i^- = |SV_i^-|,
+              gamma_i^- = sum_{j in SV_i^-} t_j.
+
+Algorithm 2 obtains them without enumerating pairs: per query, sort by
+``z``; sweep ``i`` upwards inserting every ``j`` with
+``margin - (z_j - z_i) > 0`` into a structure keyed by relevance level that
+keeps the count and the sum of ``t`` (eqs. 24-25, 28), and ask for the levels
+above ``y_i`` (``Larger``, eq. 26); sweep downwards for the levels below
+(``Smaller``).  Two structures are implemented:
+
+* :func:`sv_stats_selection_tree` -- section 2.4: a complete binary tree in
+  Knuth's implicit array (leaves ``2^ceil(log2 k) ... 2^ceil(log2 k) + k - 1``,
+  parent of ``m`` is ``m // 2``), O(log k) per insertion and query;
+* :func:`sv_stats_avl` -- section 2.3/2.5: an AVL order-statistic tree keyed
+  by level, nodes in preallocated arrays, O(log k) per operation.
+
+Both cost O(l_q log l_q) for the sort plus O(l_q log k_q) per query (eq. 29).
+The helpers :func:`label_levels`, :func:`sort_by_score` and
+:func:`center_per_query` prepare the inputs shared with
+:mod:`refimpl.kernels.direct_count`.
+
+Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+"""
+
+import numpy as np
+from numba import njit
+
+# --------------------------------------------------------------------------
+# input preparation
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def label_levels(y, order, indptr, level, nlev):
+    """Map labels to 0-based level ranks inside each query.
+
+    Parameters
+    ----------
+    y : ndarray of float64, shape (n,)
+        Graded relevance labels.
+    order, indptr : ndarray of int64
+        Query grouping (:class:`refimpl._validation.QueryGroups`).
+    level : ndarray of int64, shape (n,)
+        Output: ``level[i]`` = number of distinct labels of ``i``'s query
+        that are smaller than ``y[i]``.
+    nlev : ndarray of int64, shape (n_queries,)
+        Output: number ``k_q`` of distinct labels of query ``q``.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        idx = order[lo:hi]
+        s = np.argsort(y[idx], kind="mergesort")
+        r = -1
+        prev = 0.0
+        for a in range(hi - lo):
+            i = idx[s[a]]
+            if a == 0 or y[i] != prev:
+                r += 1
+                prev = y[i]
+            level[i] = r
+        nlev[q] = r + 1
+
+
+@njit(cache=True)
+def sort_by_score(z, order, indptr, perm):
+    """Sort the documents of every query by increasing score (stable).
+
+    ``perm[indptr[q]:indptr[q + 1]]`` receives the original indices of query
+    ``q``'s documents in increasing ``z`` order (step 2 of Algorithm 2).
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        idx = order[lo:hi]
+        s = np.argsort(z[idx], kind="mergesort")
+        for a in range(hi - lo):
+            perm[lo + a] = idx[s[a]]
+
+
+@njit(cache=True)
+def center_per_query(t, order, indptr, out):
+    """``out = t`` minus its mean over each query.
+
+    ``A_w`` (Lee & Lin 2014, section 2.2) has rows ``e_i - e_j`` inside one
+    query, so ``A_w t`` is unchanged by a per-query shift; centring first
+    reduces the cancellation in ``(l_i^+ + l_i^-) t_i - gamma_i^+ - gamma_i^-``.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        if hi == lo:
+            continue
+        s = 0.0
+        for a in range(lo, hi):
+            s += t[order[a]]
+        mean = s / (hi - lo)
+        for a in range(lo, hi):
+            out[order[a]] = t[order[a]] - mean
+
+
+@njit(cache=True)
+def _zero_query(perm, lo, hi, l_plus, l_minus, g_plus, g_minus):
+    for a in range(lo, hi):
+        i = perm[a]
+        l_plus[i] = 0
+        l_minus[i] = 0
+        g_plus[i] = 0.0
+        g_minus[i] = 0.0
+
+
+# --------------------------------------------------------------------------
+# selection tree (section 2.4)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def sv_stats_selection_tree(
+    z, t, level, nlev, perm, indptr, margin, l_plus, l_minus, g_plus, g_minus
+):
+    """Support-vector counts and sums with a selection tree (section 2.4).
+
+    The ``k_q`` levels of a query are the leaves ``P .. P + k_q - 1`` of a
+    complete binary tree in an implicit array, ``P = 2^ceil(log2 k_q)``;
+    node ``m`` has parent ``m // 2`` and stores the count and the sum of
+    ``t`` over its leaves.  Insertion walks leaf -> root adding to every
+    node; ``Larger`` walks leaf -> root adding each right sibling met from a
+    left child, ``Smaller`` each left sibling met from a right child.
+    O(l_q log l_q + l_q log k_q) per query.
+
+    Parameters
+    ----------
+    z, t : ndarray of float64, shape (n,)
+        Scores ``X w`` (decide SV(w), eq. 14) and ``X v`` (summed in
+        ``gamma^+-``, eq. 17).
+    level : ndarray of int64, shape (n,)
+        Level rank of each label inside its query (:func:`label_levels`).
+    nlev : ndarray of int64, shape (n_queries,)
+        ``k_q`` per query.
+    perm : ndarray of int64, shape (n,)
+        Each query's documents by increasing ``z`` (:func:`sort_by_score`).
+    indptr : ndarray of int64, shape (n_queries + 1,)
+        Query boundaries in ``perm``.
+    margin : float
+        The ``delta`` of the hinge (1 in the paper).
+    l_plus, l_minus : ndarray of int64, shape (n,)
+        Output ``l_i^+``, ``l_i^-`` at the original indices.
+    g_plus, g_minus : ndarray of float64, shape (n,)
+        Output ``gamma_i^+``, ``gamma_i^-`` at the original indices.
+
+    Notes
+    -----
+    Membership tests are ``margin - (z[j] - z[i]) > 0.0`` (``+`` sweep) and
+    ``margin - (z[i] - z[j]) > 0.0`` (``-`` sweep), the expression of the
+    explicit-pairs kernel; it is monotone in each score under rounding, so
+    the swept sets equal the brute-force ones exactly, ties included.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    pmax = 1
+    while pmax < kmax:
+        pmax *= 2
+    cnt = np.zeros(2 * pmax, dtype=np.int64)
+    tsum = np.zeros(2 * pmax, dtype=np.float64)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        k = nlev[q]
+        if k <= 1:
+            _zero_query(perm, lo, hi, l_plus, l_minus, g_plus, g_minus)
+            continue
+        p = 1
+        while p < k:
+            p *= 2
+        # ---- l^+, gamma^+ : increasing z, Larger = right siblings --------
+        cnt[: 2 * p] = 0
+        tsum[: 2 * p] = 0.0
+        b = lo
+        for a in range(lo, hi):
+            i = perm[a]
+            while b < hi and margin - (z[perm[b]] - z[i]) > 0.0:
+                j = perm[b]
+                m = p + level[j]
+                tj = t[j]
+                while m >= 1:
+                    cnt[m] += 1
+                    tsum[m] += tj
+                    m //= 2
+                b += 1
+            c = 0
+            s = 0.0
+            m = p + level[i]
+            while m > 1:
+                if m % 2 == 0:  # left child: everything in the sibling is larger
+                    c += cnt[m + 1]
+                    s += tsum[m + 1]
+                m //= 2
+            l_plus[i] = c
+            g_plus[i] = s
+        # ---- l^-, gamma^- : decreasing z, Smaller = left siblings --------
+        cnt[: 2 * p] = 0
+        tsum[: 2 * p] = 0.0
+        b = hi - 1
+        for a in range(hi - 1, lo - 1, -1):
+            i = perm[a]
+            while b >= lo and margin - (z[i] - z[perm[b]]) > 0.0:
+                j = perm[b]
+                m = p + level[j]
+                tj = t[j]
+                while m >= 1:
+                    cnt[m] += 1
+                    tsum[m] += tj
+                    m //= 2
+                b -= 1
+            c = 0
+            s = 0.0
+            m = p + level[i]
+            while m > 1:
+                if m % 2 == 1:  # right child: everything in the sibling is smaller
+                    c += cnt[m - 1]
+                    s += tsum[m - 1]
+                m //= 2
+            l_minus[i] = c
+            g_minus[i] = s
+
+
+# --------------------------------------------------------------------------
+# AVL order-statistic tree (sections 2.3 and 2.5)
+# --------------------------------------------------------------------------
+#
+# Node x of the tree is row x of two preallocated arrays: ``inode[x]`` holds
+# the integer fields and ``fnode[x]`` the sums.  (One row per node keeps a
+# node in one cache line and lets the helpers take two arrays instead of
+# eight, which matters: every array argument of a non-inlined numba call
+# costs a reference-count update.)
+
+KEY = 0  # relevance level (the key of eq. 24)
+LEFT = 1  # left child, -1 if none
+RIGHT = 2  # right child, -1 if none
+HEIGHT = 3  # AVL height, a leaf has 1
+CNT = 4  # count_at_key: instances with this level in the tree
+SUBCNT = 5  # subtree_count: size(y) of eq. 25
+SUM = 0  # sum_at_key: sum of t over the instances with this level
+SUBSUM = 1  # subtree_sum: xv(y) of eq. 28
+
+
+@njit(cache=True)
+def _avl_pull(x, inode, fnode):
+    """Recompute height and subtree aggregates of node ``x`` (eqs. 25, 28)."""
+    hl = 0
+    hr = 0
+    c = inode[x, CNT]
+    s = fnode[x, SUM]
+    lc = inode[x, LEFT]
+    rc = inode[x, RIGHT]
+    if lc != -1:
+        hl = inode[lc, HEIGHT]
+        c += inode[lc, SUBCNT]
+        s += fnode[lc, SUBSUM]
+    if rc != -1:
+        hr = inode[rc, HEIGHT]
+        c += inode[rc, SUBCNT]
+        s += fnode[rc, SUBSUM]
+    inode[x, HEIGHT] = 1 + max(hl, hr)
+    inode[x, SUBCNT] = c
+    fnode[x, SUBSUM] = s
+
+
+@njit(cache=True)
+def _avl_height(x, inode):
+    return 0 if x == -1 else inode[x, HEIGHT]
+
+
+@njit(cache=True)
+def _avl_rotate(x, inode, fnode, up):
+    """Rotate the subtree at ``x``; ``up = LEFT`` lifts its left child (a
+    right rotation), ``up = RIGHT`` its right child.  Returns the new root."""
+    down = RIGHT if up == LEFT else LEFT
+    y = inode[x, up]
+    inode[x, up] = inode[y, down]
+    inode[y, down] = x
+    _avl_pull(x, inode, fnode)
+    _avl_pull(y, inode, fnode)
+    return y
+
+
+@njit(cache=True)
+def _avl_rebalance(x, inode, fnode):
+    """Pull ``x``'s aggregates, rotate if unbalanced; return the subtree root."""
+    _avl_pull(x, inode, fnode)
+    bal = _avl_height(inode[x, LEFT], inode) - _avl_height(inode[x, RIGHT], inode)
+    if bal > 1:  # left-heavy: LL or LR case
+        lc = inode[x, LEFT]
+        if _avl_height(inode[lc, LEFT], inode) < _avl_height(inode[lc, RIGHT], inode):
+            inode[x, LEFT] = _avl_rotate(lc, inode, fnode, RIGHT)
+        return _avl_rotate(x, inode, fnode, LEFT)
+    if bal < -1:  # right-heavy: RR or RL case
+        rc = inode[x, RIGHT]
+        if _avl_height(inode[rc, RIGHT], inode) < _avl_height(inode[rc, LEFT], inode):
+            inode[x, RIGHT] = _avl_rotate(rc, inode, fnode, LEFT)
+        return _avl_rotate(x, inode, fnode, RIGHT)
+    return x
+
+
+@njit(cache=True)
+def _avl_insert(kv, tv, root, n_nodes, inode, fnode, path):
+    """Insert one instance with level ``kv`` and value ``tv``.
+
+    An existing key only adds ``(1, tv)`` to its node and to the subtree
+    aggregates on the root path; a new key becomes node ``n_nodes`` and the
+    path is retraced bottom-up with AVL rotations.  Returns the new
+    ``(root, n_nodes)``.
+    """
+    depth = 0
+    x = root
+    while x != -1:
+        path[depth] = x
+        depth += 1
+        kx = inode[x, KEY]
+        if kv < kx:
+            x = inode[x, LEFT]
+        elif kv > kx:
+            x = inode[x, RIGHT]
+        else:
+            inode[x, CNT] += 1
+            fnode[x, SUM] += tv
+            for d in range(depth):
+                inode[path[d], SUBCNT] += 1
+                fnode[path[d], SUBSUM] += tv
+            return root, n_nodes
+    new = n_nodes
+    inode[new, KEY] = kv
+    inode[new, LEFT] = -1
+    inode[new, RIGHT] = -1
+    inode[new, HEIGHT] = 1
+    inode[new, CNT] = 1
+    inode[new, SUBCNT] = 1
+    fnode[new, SUM] = tv
+    fnode[new, SUBSUM] = tv
+    if depth == 0:
+        return new, n_nodes + 1
+    parent = path[depth - 1]
+    if kv < inode[parent, KEY]:
+        inode[parent, LEFT] = new
+    else:
+        inode[parent, RIGHT] = new
+    # Retrace.  While the subtree height grows, pull and rebalance; after a
+    # rotation (which restores the height of before the insertion) or once
+    # a height is unchanged, the ancestors only gain (1, tv) in aggregate.
+    grow = True
+    for d in range(depth - 1, -1, -1):
+        x = path[d]
+        if not grow:
+            inode[x, SUBCNT] += 1
+            fnode[x, SUBSUM] += tv
+            continue
+        old_height = inode[x, HEIGHT]
+        sub = _avl_rebalance(x, inode, fnode)
+        if sub != x:
+            grow = False
+            if d == 0:
+                root = sub
+            else:
+                par = path[d - 1]
+                if inode[par, LEFT] == x:
+                    inode[par, LEFT] = sub
+                else:
+                    inode[par, RIGHT] = sub
+        else:
+            grow = inode[x, HEIGHT] != old_height
+    return root, n_nodes + 1
+
+
+@njit(cache=True)
+def _avl_larger(root, yv, inode, fnode):
+    """``Larger(root, y_i)`` of eq. 26, extended to the sums of eq. 28."""
+    c = 0
+    s = 0.0
+    x = root
+    while x != -1:
+        kx = inode[x, KEY]
+        rc = inode[x, RIGHT]
+        if kx > yv:
+            c += inode[x, CNT]
+            s += fnode[x, SUM]
+            if rc != -1:
+                c += inode[rc, SUBCNT]
+                s += fnode[rc, SUBSUM]
+            x = inode[x, LEFT]
+        elif kx < yv:
+            x = rc
+        else:
+            if rc != -1:
+                c += inode[rc, SUBCNT]
+                s += fnode[rc, SUBSUM]
+            break
+    return c, s
+
+
+@njit(cache=True)
+def _avl_smaller(root, yv, inode, fnode):
+    """``Smaller(root, y_i)``: the mirror image of eq. 26."""
+    c = 0
+    s = 0.0
+    x = root
+    while x != -1:
+        kx = inode[x, KEY]
+        lc = inode[x, LEFT]
+        if kx < yv:
+            c += inode[x, CNT]
+            s += fnode[x, SUM]
+            if lc != -1:
+                c += inode[lc, SUBCNT]
+                s += fnode[lc, SUBSUM]
+            x = inode[x, RIGHT]
+        elif kx > yv:
+            x = lc
+        else:
+            if lc != -1:
+                c += inode[lc, SUBCNT]
+                s += fnode[lc, SUBSUM]
+            break
+    return c, s
+
+
+@njit(cache=True)
+def sv_stats_avl(
+    z, t, level, nlev, perm, indptr, margin, l_plus, l_minus, g_plus, g_minus
+):
+    """Support-vector counts and sums with an AVL order-statistic tree.
+
+    Algorithm 2 of Lee & Lin (2014) with the tree of section 2.3 balanced as
+    an AVL tree (section 2.5): one node per relevance level present, keyed by
+    the level.  Node ``x`` is row ``x`` of two preallocated arrays holding
+    ``key, left, right, height, count_at_key, subtree_count`` (int64) and
+    ``sum_at_key, subtree_sum`` (float64), the aggregates of eqs. 24-25 and
+    28.  Inserting an existing key updates the aggregates on its root path;
+    a new key adds a node and rebalances by rotations.  ``Larger`` and
+    ``Smaller`` (eq. 26) walk down from the root.
+    O(l_q log l_q + l_q log k_q) per query.
+
+    Parameters
+    ----------
+    z, t, level, nlev, perm, indptr, margin
+        As in :func:`sv_stats_selection_tree`.
+    l_plus, l_minus : ndarray of int64, shape (n,)
+        Output ``l_i^+``, ``l_i^-`` at the original indices.
+    g_plus, g_minus : ndarray of float64, shape (n,)
+        Output ``gamma_i^+``, ``gamma_i^-`` at the original indices.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    inode = np.empty((kmax, 6), dtype=np.int64)
+    fnode = np.empty((kmax, 2), dtype=np.float64)
+    path = np.empty(kmax + 1, dtype=np.int64)  # AVL depth <= 1.44 log2(k) + 1
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        if nlev[q] <= 1:
+            _zero_query(perm, lo, hi, l_plus, l_minus, g_plus, g_minus)
+            continue
+        # ---- l^+, gamma^+ : increasing z -------------------------------
+        root = -1
+        n_nodes = 0
+        b = lo
+        for a in range(lo, hi):
+            i = perm[a]
+            while b < hi and margin - (z[perm[b]] - z[i]) > 0.0:
+                j = perm[b]
+                root, n_nodes = _avl_insert(
+                    level[j], t[j], root, n_nodes, inode, fnode, path
+                )
+                b += 1
+            c, s = _avl_larger(root, level[i], inode, fnode)
+            l_plus[i] = c
+            g_plus[i] = s
+        # ---- l^-, gamma^- : decreasing z -------------------------------
+        root = -1
+        n_nodes = 0
+        b = hi - 1
+        for a in range(hi - 1, lo - 1, -1):
+            i = perm[a]
+            while b >= lo and margin - (z[i] - z[perm[b]]) > 0.0:
+                j = perm[b]
+                root, n_nodes = _avl_insert(
+                    level[j], t[j], root, n_nodes, inode, fnode, path
+                )
+                b -= 1
+            c, s = _avl_smaller(root, level[i], inode, fnode)
+            l_minus[i] = c
+            g_minus[i] = s

@@ -1,0 +1,143 @@
+"""Pair-free backend of the pairwise squared hinge loss (Lee & Lin 2014).
+
+Same interface as ``_PairsBackend`` in :mod:`refimpl.losses.squared_hinge`,
+but nothing is O(p): every call computes the support-vector statistics
+``l^+-, gamma^+-`` (eqs. 14-17) with an order-statistic tree in
+O(l log l + l log k) and assembles value, score gradient and Hessian
+product from them (eqs. 17-19).
+
+Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import DataError
+from ..kernels.ostree import center_per_query, sort_by_score
+from ..sv_stats import KERNELS, METHODS, query_levels
+
+
+class _TreeBackend:
+    """Support-vector statistics by order-statistic tree, O(l log k) per call.
+
+    With ``A_w`` the rows ``e_i - e_j`` of the active pairs
+    ``SV(w) = {(i, j) : y_i > y_j, delta - (z_i - z_j) > 0}`` (Lee & Lin
+    2014, eqs. 14-15):
+
+    * ``(A_w^T A_w u)_i = (l_i^+ + l_i^-) u_i - gamma_i^+(u) - gamma_i^-(u)``
+      (eq. 17), ``(A_w^T e)_i = l_i^- - l_i^+`` and ``p_w = sum_i l_i^+``;
+    * value ``sum_SV (delta - z_i + z_j)^2
+      = z^T A_w^T A_w z - 2 delta z^T A_w^T e + delta^2 p_w`` (eq. 18);
+    * ``dz = 2 (A_w^T A_w z - delta A_w^T e)`` (eq. 19);
+    * ``hess_dz(t) = 2 A_w^T A_w t`` (eq. 15).
+
+    Because ``A_w`` annihilates per-query constants, ``z`` and ``t`` are
+    centred per query before the sums ``gamma`` are taken (less cancellation;
+    the active set is always decided on the raw scores).
+
+    Parameters
+    ----------
+    pairs_unused : object
+        Ignored (keeps the constructor signature of the pair backends).
+    n_samples : int
+    margin : float
+        The ``delta`` of the hinge.
+    y : ndarray of float64, shape (n_samples,)
+        Validated labels.
+    groups : QueryGroups
+        From ``refimpl._validation.group_queries``.
+    method : {"selection_tree", "avl", "direct", "prsvm"}
+        Structure used by :func:`refimpl.sv_stats.sv_statistics`.
+
+    Notes
+    -----
+    Cached state: :meth:`value_dz` stores the scores ``z``, their per-query
+    sort ``perm`` and ``l^+-``; :meth:`hess_dz` reuses them (the active set
+    of the last :meth:`value_dz`, as LIBLINEAR's ``Hv`` does).
+    :meth:`value` leaves the cache untouched.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+
+    name = "tree"
+
+    def __init__(self, pairs_unused, n_samples, margin, y, groups,
+                 method="selection_tree"):
+        if method not in KERNELS:
+            raise DataError(f"method must be one of {METHODS}, got {method!r}")
+        n = int(n_samples)
+        self.n = n
+        self.method = method
+        self.margin = float(margin)
+        self._kernel = KERNELS[method]
+        self.order = np.ascontiguousarray(groups.order, dtype=np.int64)
+        self.indptr = np.ascontiguousarray(groups.indptr, dtype=np.int64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        self.level, self.nlev = query_levels(y, self.order, self.indptr)
+        # cached by value_dz
+        self.z = None
+        self.perm = np.empty(n, dtype=np.int64)
+        self.l_plus = np.zeros(n, dtype=np.int64)
+        self.l_minus = np.zeros(n, dtype=np.int64)
+        self.dz = np.empty(n)
+        # scratch
+        self._perm2 = np.empty(n, dtype=np.int64)
+        self._lp = np.empty(n, dtype=np.int64)
+        self._lm = np.empty(n, dtype=np.int64)
+        self._gp = np.empty(n)
+        self._gm = np.empty(n)
+        self._c = np.empty(n)
+
+    def _centered(self, u):
+        center_per_query(u, self.order, self.indptr, self._c)
+        return self._c
+
+    def _value_parts(self, z, perm, lp, lm):
+        """Return (value, A_w^T A_w z, A_w^T e, p_w); fills lp, lm."""
+        zc = self._centered(z)
+        self._kernel(z, zc, self.level, self.nlev, perm, self.indptr,
+                     self.margin, lp, lm, self._gp, self._gm)
+        azz = (lp + lm) * zc - self._gp - self._gm
+        ae = (lm - lp).astype(np.float64)
+        p_w = int(lp.sum())
+        d = self.margin
+        value = float(zc @ azz - 2.0 * d * (zc @ ae) + d * d * p_w)
+        return max(value, 0.0), azz, ae, p_w
+
+    def value_dz(self, z):
+        """Loss ``sum_SV (delta - z_i + z_j)^2`` and its gradient in ``z``.
+
+        Eqs. 18-19; caches ``z``, the sort and ``l^+-`` for :meth:`hess_dz`.
+        """
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        sort_by_score(z, self.order, self.indptr, self.perm)
+        value, azz, ae, _ = self._value_parts(z, self.perm, self.l_plus,
+                                              self.l_minus)
+        np.multiply(azz - self.margin * ae, 2.0, out=self.dz)
+        self.z = z.copy()
+        return value, self.dz
+
+    def value(self, z):
+        """Loss value only (eq. 18); the cached state is not modified."""
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        sort_by_score(z, self.order, self.indptr, self._perm2)
+        return self._value_parts(z, self._perm2, self._lp, self._lm)[0]
+
+    def hess_dz(self, t):
+        """``2 A_w^T A_w t`` with the active set of the last :meth:`value_dz`.
+
+        ``out_i = 2[(l_i^+ + l_i^-) t_i - gamma_i^+(t) - gamma_i^-(t)]``
+        (eq. 17); zero before any :meth:`value_dz`, like the pair backends.
+        """
+        t = np.ascontiguousarray(t, dtype=np.float64)
+        if self.z is None:
+            return np.zeros_like(t)
+        tc = self._centered(t)
+        self._kernel(self.z, tc, self.level, self.nlev, self.perm, self.indptr,
+                     self.margin, self._lp, self._lm, self._gp, self._gm)
+        return 2.0 * ((self.l_plus + self.l_minus) * tc - self._gp - self._gm)
+
+    def n_active(self):
+        """``p_w = |SV(w)| = sum_i l_i^+`` at the last :meth:`value_dz`."""
+        return int(self.l_plus.sum())

@@ -1,0 +1,105 @@
+r"""The L2-regularised objective of linear RankSVM (Lee & Lin 2014, eq. 3).
+
+.. math::
+
+    f(w) = \tfrac12 w^T w + C\, L(w),
+
+with ``L`` any smooth loss object, e.g. the pairwise squared hinge
+:class:`~refimpl.losses.PairwiseSquaredHinge`, for which ``f`` is eq. 3 (in
+matrix form eq. 9), its gradient ``w + C grad L`` eq. 10 and its generalised
+Hessian ``I + C grad^2 L`` eq. 11.
+
+Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_positive
+from ..exceptions import DataError
+
+
+class L2Regularized:
+    r"""``f(w) = w^T w / 2 + C loss(w)``, with gradient and Hessian-vector product.
+
+    Lee & Lin (2014): the objective eq. 3 (eq. 9 with the pair matrix), the
+    gradient :math:`\nabla f(w) = w + C \nabla L(w)` (eq. 10) and the
+    generalised Hessian :math:`\nabla^2 f(w) = I + C \nabla^2 L(w)` (eq. 11),
+    of which only products with a vector are formed.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+
+    Parameters
+    ----------
+    loss : object
+        A smooth loss with ``fun(w)``, ``grad(w)``, ``hess_vec(s)`` and
+        ``n_features`` following the caching contract of
+        :class:`~refimpl.losses.SmoothObjective`.
+    C : float
+        Loss weight, finite and > 0.
+
+    Attributes
+    ----------
+    loss : object
+        The wrapped loss.
+    C : float
+        The validated loss weight.
+
+    Notes
+    -----
+    Cached state: :meth:`fun` stores ``w`` and lets the loss cache its own
+    state (scores ``X w`` and active pairs for the squared hinge);
+    :meth:`grad` at the same ``w`` reuses it (and calls :meth:`fun` first at
+    any other ``w``); :meth:`hess_vec` uses the state of the last :meth:`fun`.
+    """
+
+    def __init__(self, loss, C):
+        for name in ("fun", "grad", "hess_vec", "n_features"):
+            if not hasattr(loss, name):
+                raise TypeError(f"loss must have a {name!r} attribute, got {loss!r}")
+        self.loss = loss
+        self.C = check_positive(C, "C")
+        self._w = None
+        self._loss_value = None
+
+    @property
+    def n_features(self) -> int:
+        """Number of coefficients ``d``."""
+        return int(self.loss.n_features)
+
+    def _check_w(self, w, name="w"):
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (self.n_features,):
+            raise DataError(
+                f"{name} must have shape ({self.n_features},), got {w.shape}"
+            )
+        return w
+
+    def fun(self, w) -> float:
+        """Objective value ``w^T w / 2 + C loss(w)``; caches the state at ``w``."""
+        w = self._check_w(w)
+        self._loss_value = float(self.loss.fun(w))
+        self._w = w.copy()
+        return 0.5 * float(w @ w) + self.C * self._loss_value
+
+    def grad(self, w) -> np.ndarray:
+        """Gradient ``w + C grad loss(w)`` (Lee & Lin eq. 10)."""
+        w = self._check_w(w)
+        if self._w is None or not np.array_equal(w, self._w):
+            self.fun(w)
+        return w + self.C * np.asarray(self.loss.grad(w), dtype=np.float64)
+
+    def hess_vec(self, s) -> np.ndarray:
+        """Generalised Hessian times ``s``: ``s + C grad^2 loss s`` (eq. 11).
+
+        Uses the state of the last :meth:`fun`.
+        """
+        if self._w is None:
+            raise RuntimeError("call fun(w) before hess_vec(s)")
+        s = self._check_w(s, "s")
+        return s + self.C * np.asarray(self.loss.hess_vec(s), dtype=np.float64)
+
+    def value_grad(self, w):
+        """``(fun(w), grad(w))`` in one call."""
+        return self.fun(w), self.grad(w)

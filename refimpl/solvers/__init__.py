@@ -1,0 +1,12 @@
+"""Solvers: pure functions of an objective object, returning :class:`SolverResult`.
+
+Solvers never see data.  A smooth solver such as :func:`tron` talks to the
+objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
+:class:`refimpl.losses.SmoothObjective`), as LIBLINEAR's ``TRON`` talks to its
+``function`` class.
+"""
+
+from ._result import SolverResult
+from .tron import tron
+
+__all__ = ["SolverResult", "tron"]

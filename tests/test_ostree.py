@@ -1,0 +1,406 @@
+"""Support-vector statistics by trees (Lee & Lin 2014, Algorithm 2) vs pairs."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refimpl._validation import group_queries
+from refimpl.exceptions import DataError
+from refimpl.kernels import direct_count as kdc
+from refimpl.kernels import ostree as kos
+from refimpl.kernels import prsvm as kpr
+from refimpl.kernels import squared_hinge as ksh
+from refimpl.losses._tree_backend import _TreeBackend
+from refimpl.losses.squared_hinge import _PairsBackend
+from refimpl.pairs import preference_pairs
+from refimpl.sv_stats import METHODS, query_levels, sv_statistics
+
+PROPERTY = settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+# --------------------------------------------------------------------------
+# random instances
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def instances(draw, max_queries=6, max_docs=25):
+    """Small ranking instances with tied scores and non-contiguous qids."""
+    n_q = draw(st.integers(1, max_queries))
+    qvals = draw(
+        st.lists(st.integers(-50, 10**6), min_size=n_q, max_size=n_q, unique=True)
+    )
+    y, z, t, qid = [], [], [], []
+    for qv in qvals:
+        m = draw(st.integers(1, max_docs))
+        mode = draw(st.sampled_from(["one", "two", "few", "many", "distinct"]))
+        if mode == "one":
+            y += [float(draw(st.integers(0, 4)))] * m
+        elif mode == "two":
+            y += draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=m, max_size=m))
+        elif mode == "few":
+            y += draw(st.lists(st.integers(0, 3), min_size=m, max_size=m))
+        elif mode == "many":
+            y += draw(st.lists(st.integers(0, 40), min_size=m, max_size=m))
+        else:
+            y += list(draw(st.permutations(range(m))))
+        zmode = draw(st.sampled_from(["int", "half", "float"]))
+        if zmode == "int":  # ties, and differences equal to the margin
+            z += draw(st.lists(st.integers(-3, 3), min_size=m, max_size=m))
+        elif zmode == "half":
+            zi = draw(st.lists(st.integers(-6, 6), min_size=m, max_size=m))
+            z += [v / 2 for v in zi]
+        else:
+            z += draw(
+                st.lists(st.floats(-3.0, 3.0), min_size=m, max_size=m)
+            )
+        t += draw(st.lists(st.floats(-10.0, 10.0), min_size=m, max_size=m))
+        qid += [qv] * m
+    n = len(y)
+    shuffle = np.array(draw(st.permutations(range(n))), dtype=np.int64)
+    margin = draw(
+        st.one_of(st.sampled_from([1.0, 0.5]), st.floats(0.01, 3.0))
+    )
+    as_arr = lambda v: np.asarray(v, dtype=np.float64)[shuffle]
+    return (
+        as_arr(z), as_arr(t), as_arr(y),
+        np.asarray(qid, dtype=np.int64)[shuffle], margin,
+    )
+
+
+def brute_force(z, t, y, qid, margin):
+    """O(n^2) double loop over all pairs, same expression as the pair kernel."""
+    n = len(z)
+    l_plus = np.zeros(n, dtype=np.int64)
+    l_minus = np.zeros(n, dtype=np.int64)
+    g_plus = np.zeros(n)
+    g_minus = np.zeros(n)
+    # Python floats are IEEE doubles: the same rounding as the kernels
+    z, t, y, qid = z.tolist(), t.tolist(), y.tolist(), qid.tolist()
+    for i in range(n):
+        for j in range(n):
+            if qid[i] == qid[j] and y[i] > y[j] and margin - (z[i] - z[j]) > 0.0:
+                l_minus[i] += 1  # j in SV_i^-
+                g_minus[i] += t[j]
+                l_plus[j] += 1  # i in SV_j^+
+                g_plus[j] += t[i]
+    return l_plus, l_minus, g_plus, g_minus
+
+
+def assert_stats_equal(got, ref):
+    lp, lm, gp, gm = got
+    np.testing.assert_array_equal(lp, ref[0])
+    np.testing.assert_array_equal(lm, ref[1])
+    np.testing.assert_allclose(gp, ref[2], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gm, ref[3], rtol=1e-12, atol=1e-12)
+
+
+def stats(z, t, y, qid, margin, method):
+    g = group_queries(qid)
+    return sv_statistics(z, t, y, g.order, g.indptr, margin, method)
+
+
+# --------------------------------------------------------------------------
+# property tests against explicit pairs
+# --------------------------------------------------------------------------
+
+
+@PROPERTY
+@given(instances())
+def test_all_methods_equal_brute_force(inst):
+    z, t, y, qid, margin = inst
+    ref = brute_force(z, t, y, qid, margin)
+    assert ref[0].dtype == np.int64
+    assert set(METHODS) == {"direct", "selection_tree", "avl", "prsvm"}
+    for method in METHODS:
+        got = stats(z, t, y, qid, margin, method)
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int64
+        assert_stats_equal(got, ref)
+    # p_w counted both ways (Lee & Lin 2014, after eq. 19)
+    assert ref[0].sum() == ref[1].sum()
+
+
+@PROPERTY
+@given(instances())
+def test_counts_equal_active_set_of_pair_kernel(inst):
+    """l^+- are the per-document degrees of the explicit kernel's SV(w)."""
+    z, t, y, qid, margin = inst
+    pairs = preference_pairs(y, qid, require_pairs=False)
+    active = np.zeros(len(pairs), dtype=np.uint8)
+    dz = np.empty(len(z))
+    ksh.value_dz(z, pairs.i, pairs.j, margin, dz, active)
+    act = active.astype(bool)
+    n = len(z)
+    exp_minus = np.bincount(pairs.i[act], minlength=n)
+    exp_plus = np.bincount(pairs.j[act], minlength=n)
+    for method in METHODS:
+        lp, lm, _, _ = stats(z, t, y, qid, margin, method)
+        np.testing.assert_array_equal(lp, exp_plus)
+        np.testing.assert_array_equal(lm, exp_minus)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_single_document_and_single_level_queries(method):
+    # query 7: one document; query 3: three documents, one label; query 5: pairs
+    qid = np.array([7, 3, 5, 3, 5, 3, 5])
+    y = np.array([2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 1.0])
+    z = np.array([0.0, 5.0, 1.0, -5.0, 1.0, 0.0, 2.0])
+    t = np.arange(1.0, 8.0)
+    got = stats(z, t, y, qid, 1.0, method)
+    ref = brute_force(z, t, y, qid, 1.0)
+    assert_stats_equal(got, ref)
+    for a in got:
+        assert np.all(a[[0, 1, 3, 5]] == 0)
+    assert ref[0].sum() > 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_many_levels_deep_tree(method):
+    """One query, thousands of distinct levels: deep AVL / selection trees."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    y = rng.permutation(n).astype(np.float64)
+    z = np.round(rng.normal(size=n) * 3, 1)
+    t = rng.normal(size=n)
+    qid = np.zeros(n, dtype=np.int64)
+    same = np.ones((n, n), dtype=bool)
+    act = same & (y[:, None] > y[None, :]) & (1.0 - (z[:, None] - z[None, :]) > 0)
+    ref = (act.sum(0), act.sum(1), act.T @ t, act @ t)
+    got = stats(z, t, y, qid, 1.0, method)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])
+    np.testing.assert_allclose(got[2], ref[2], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got[3], ref[3], rtol=1e-10, atol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# the example of Lee & Lin (2014), section 2.3
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_paper_section_2_3_example(method):
+    """Section 2.3's situation, numbers worked out by hand.
+
+    Provenance: the paper's Figures 1-3 (tree contents) are images absent
+    from our text copy; the text only fixes, at i = 1 (smallest score), the
+    set (22) = {1, ..., 6} (eq. 23) and y_1 = 4 (Figure 3 caption).  The
+    labels, scores and t below are our choice with that property; document 7
+    sits exactly at z_1 + 1 and is excluded by the strict inequality.  The
+    expected values were derived by hand from eqs. 14-17 (t_j = j).
+    """
+    z = np.array([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0, 1.6])
+    y = np.array([4.0, 1, 3, 5, 4, 2, 5, 1])
+    t = np.arange(1.0, 9.0)
+    assert set(np.flatnonzero(z < z[0] + 1) + 1) == {1, 2, 3, 4, 5, 6}  # eq. 23
+    l_plus = [1, 6, 4, 0, 2, 5, 0, 6]
+    g_plus = [4, 26, 17, 0, 11, 20, 0, 26]
+    l_minus = [4, 0, 3, 6, 4, 2, 5, 0]
+    g_minus = [19, 0, 16, 25, 19, 10, 24, 0]
+    got = stats(z, t, y, np.zeros(8), 1.0, method)
+    assert_stats_equal(got, (l_plus, l_minus, g_plus, g_minus))
+    assert sum(l_plus) == sum(l_minus) == 24  # p_w
+
+
+# --------------------------------------------------------------------------
+# kernels vs their pure-Python versions
+# --------------------------------------------------------------------------
+
+
+def prepared(seed, n_queries=3, max_docs=30, levels=6):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(n_queries, n_queries * max_docs))
+    qid = rng.integers(0, n_queries, n) * 10 + 3
+    y = rng.integers(0, levels, n).astype(np.float64)
+    z = rng.integers(-4, 5, n) / 2.0
+    t = rng.normal(size=n)
+    g = group_queries(qid)
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(n, dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    return z, t, y, g, level, nlev, perm
+
+
+KERNELS = [
+    kdc.sv_stats_direct, kos.sv_stats_selection_tree, kos.sv_stats_avl,
+    kpr.sv_stats_prsvm,
+]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.__name__)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kernel_equals_py_func(kernel, seed):
+    z, t, _, g, level, nlev, perm = prepared(seed)
+    outs = []
+    for f in (kernel, kernel.py_func):
+        out = (
+            np.empty(len(z), dtype=np.int64), np.empty(len(z), dtype=np.int64),
+            np.empty(len(z)), np.empty(len(z)),
+        )
+        f(z, t, level, nlev, perm, g.indptr, 1.0, *out)
+        outs.append(out)
+    assert_stats_equal(outs[0], outs[1])
+
+
+def test_prsvm_two_level_sets_partition_the_pairs():
+    """PRSVM+'s identity before eq. 31: summing the stats of the two-level
+    problems {y > r} vs {y = r} over r gives the stats of all pairs."""
+    rng = np.random.default_rng(11)
+    n = 200
+    qid = rng.integers(0, 4, n)
+    y = rng.integers(0, 7, n).astype(np.float64)
+    z = rng.integers(-6, 7, n) / 4.0
+    t = rng.normal(size=n)
+    total = [np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n), np.zeros(n)]
+    for r in np.unique(y)[:-1]:
+        keep = y >= r
+        sub = stats(z[keep], t[keep], (y[keep] > r).astype(float), qid[keep],
+                    1.0, "selection_tree")
+        for tot, part in zip(total, sub):
+            tot[keep] += part
+    assert_stats_equal(stats(z, t, y, qid, 1.0, "prsvm"), total)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_helpers_equal_py_func(seed):
+    z, t, y, g, level, nlev, perm = prepared(seed)
+    n, nq = len(z), len(g.indptr) - 1
+    lv2, nl2 = np.empty(n, dtype=np.int64), np.empty(nq, dtype=np.int64)
+    kos.label_levels.py_func(y, g.order, g.indptr, lv2, nl2)
+    np.testing.assert_array_equal(level, lv2)
+    np.testing.assert_array_equal(nlev, nl2)
+    p2 = np.empty(n, dtype=np.int64)
+    kos.sort_by_score.py_func(z, g.order, g.indptr, p2)
+    np.testing.assert_array_equal(perm, p2)
+    c1, c2 = np.empty(n), np.empty(n)
+    kos.center_per_query(t, g.order, g.indptr, c1)
+    kos.center_per_query.py_func(t, g.order, g.indptr, c2)
+    np.testing.assert_allclose(c1, c2, rtol=1e-12, atol=1e-15)
+    # levels are dense ranks of the labels inside each query
+    for q in range(nq):
+        idx = g.order[g.indptr[q]:g.indptr[q + 1]]
+        _, inv = np.unique(y[idx], return_inverse=True)
+        np.testing.assert_array_equal(level[idx], inv)
+        assert nlev[q] == len(np.unique(y[idx]))
+        assert np.all(np.diff(z[perm[g.indptr[q]:g.indptr[q + 1]]]) >= 0)
+
+
+# --------------------------------------------------------------------------
+# the loss backend vs explicit pairs
+# --------------------------------------------------------------------------
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(instances(), st.integers(0, 2**31 - 1))
+def test_tree_backend_equals_pairs_backend(inst, seed):
+    z, t, y, qid, margin = inst
+    rng = np.random.default_rng(seed)
+    n = len(z)
+    z = z + rng.choice([0.0, 100.0])  # a common offset must not hurt
+    z2 = z + rng.normal(size=n)
+    groups = group_queries(qid)
+    pairs = preference_pairs(y, qid, require_pairs=False)
+    ref = _PairsBackend(pairs, n, margin)
+    v_ref, dz_ref = ref.value_dz(z)
+    dz_ref = dz_ref.copy()
+    scale = max(1.0, abs(v_ref))
+    for method in METHODS:
+        b = _TreeBackend(None, n, margin, y, groups, method=method)
+        np.testing.assert_array_equal(b.hess_dz(t), 0.0)  # before any value_dz
+        v, dz = b.value_dz(z)
+        np.testing.assert_allclose(v, v_ref, rtol=1e-10, atol=1e-10 * scale)
+        np.testing.assert_allclose(dz, dz_ref, rtol=1e-10, atol=1e-10 * scale)
+        assert b.n_active() == ref.n_active()
+        # value() at another point must not disturb the cached active set
+        np.testing.assert_allclose(
+            b.value(z2), ref.value(z2), rtol=1e-10, atol=1e-10 * scale
+        )
+        assert b.n_active() == ref.n_active()
+        h_ref = ref.hess_dz(t)
+        np.testing.assert_allclose(
+            b.hess_dz(t), h_ref, rtol=1e-10,
+            atol=1e-10 * max(1.0, np.abs(h_ref).max(initial=0.0)),
+        )
+
+
+def test_tree_backend_finite_difference():
+    """dz is the gradient of value (away from the kinks)."""
+    rng = np.random.default_rng(3)
+    n = 60
+    qid = rng.integers(0, 3, n)
+    y = rng.integers(0, 4, n).astype(float)
+    z = rng.normal(size=n)
+    b = _TreeBackend(None, n, 1.0, y, group_queries(qid))
+    dz = b.value_dz(z)[1].copy()
+    h = 1e-6
+    fd = np.array([
+        (b.value(z + h * e) - b.value(z - h * e)) / (2 * h) for e in np.eye(n)
+    ])
+    np.testing.assert_allclose(dz, fd, rtol=1e-6, atol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# validation happens in Python
+# --------------------------------------------------------------------------
+
+
+def test_invalid_inputs_raise_before_numba():
+    z = np.zeros(3)
+    g = group_queries(np.array([1, 1, 2]))
+    with pytest.raises(DataError, match="method"):
+        sv_statistics(z, z, z, g.order, g.indptr, method="rbtree")
+    with pytest.raises(DataError, match="t must have shape"):
+        sv_statistics(z, np.zeros(2), z, g.order, g.indptr)
+    with pytest.raises(DataError, match="NaN"):
+        sv_statistics(np.array([0.0, np.nan, 1.0]), z, z, g.order, g.indptr)
+    with pytest.raises(DataError, match="permutation"):
+        sv_statistics(z, z, z, np.array([0, 0, 1]), g.indptr)
+    with pytest.raises(DataError, match="indptr"):
+        sv_statistics(z, z, z, g.order, np.array([0, 2]))
+    with pytest.raises(DataError, match="margin"):
+        sv_statistics(z, z, z, g.order, g.indptr, margin=np.inf)
+    with pytest.raises(DataError, match="method"):
+        _TreeBackend(None, 3, 1.0, z, g, method="rbtree")
+
+
+def test_avl_insert_stays_balanced():
+    """Ascending insertions (worst case for an unbalanced BST) keep AVL height."""
+    k = 1000
+    inode = np.empty((k, 6), dtype=np.int64)
+    fnode = np.empty((k, 2))
+    path = np.empty(k + 1, dtype=np.int64)
+    root, n_nodes = -1, 0
+    for r in list(range(k)) + [3, 3, 999]:  # then three repeated keys
+        root, n_nodes = kos._avl_insert(r, float(r), root, n_nodes, inode, fnode, path)
+    assert n_nodes == k
+    assert inode[root, kos.HEIGHT] <= 1.4405 * np.log2(k + 2) - 0.3277  # AVL bound
+    assert inode[root, kos.SUBCNT] == k + 3
+    assert fnode[root, kos.SUBSUM] == sum(range(k)) + 3 + 3 + 999
+
+    def check(x):
+        """In-order keys, AVL balance and aggregates of the subtree at x."""
+        if x == -1:
+            return [], 0, 0, 0.0
+        kl, hl, cl, sl = check(inode[x, kos.LEFT])
+        kr, hr, cr, sr = check(inode[x, kos.RIGHT])
+        assert abs(hl - hr) <= 1
+        assert inode[x, kos.HEIGHT] == 1 + max(hl, hr)
+        assert inode[x, kos.SUBCNT] == cl + cr + inode[x, kos.CNT]
+        assert fnode[x, kos.SUBSUM] == sl + sr + fnode[x, kos.SUM]
+        keys = kl + [int(inode[x, kos.KEY])] + kr
+        return keys, inode[x, kos.HEIGHT], inode[x, kos.SUBCNT], fnode[x, kos.SUBSUM]
+
+    assert check(root)[0] == list(range(k))
+    c, s = kos._avl_larger(root, 500, inode, fnode)
+    assert c == 499 + 1 and s == sum(range(501, k)) + 999
+    c, s = kos._avl_smaller(root, 4, inode, fnode)
+    assert c == 4 + 2 and s == 0 + 1 + 2 + 3 + 3 + 3
