@@ -41,7 +41,7 @@ def label_proportions(n_levels):
 def query_sizes(n_docs, n_queries, rng):
     """``n_queries`` sizes >= 1 summing exactly to ``n_docs``, spread ~U[1, 2m-1]."""
     m = n_docs / n_queries
-    raw = rng.integers(1, max(2, int(round(2 * m))), size=n_queries).astype(float)
+    raw = rng.integers(1, max(2, round(2 * m)), size=n_queries).astype(float)
     sizes = np.maximum(1, np.round(raw * n_docs / raw.sum())).astype(np.int64)
     diff = n_docs - int(sizes.sum())
     while diff != 0:
