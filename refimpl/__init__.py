@@ -14,7 +14,7 @@ estimators  scikit-learn-style RankSVM
 """
 
 from . import data, estimators, losses, metrics, pairs, solvers, sv_stats
-from .estimators import RankSVM
+from .estimators import FenchelRank, RankSVM
 from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
 from .losses import L2Regularized, PairwiseSquaredHinge
 
@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "L2Regularized",
+    "FenchelRank",
     "RankSVM",
     "estimators",
     "solvers",

@@ -7,6 +7,14 @@ objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
 """
 
 from ._result import SolverResult
+from .fenchelrank import fenchelrank
+from .subgradient import projected_subgradient, truncated_gradient
 from .tron import tron
 
-__all__ = ["SolverResult", "tron"]
+__all__ = [
+    "SolverResult",
+    "fenchelrank",
+    "projected_subgradient",
+    "tron",
+    "truncated_gradient",
+]
