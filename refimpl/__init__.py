@@ -13,8 +13,18 @@ solvers   TRON (trust-region Newton)
 estimators  scikit-learn-style RankSVM
 """
 
-from . import data, estimators, losses, metrics, pairs, solvers, sv_stats
-from .estimators import FenchelRank, RankSVM
+from . import (
+    data,
+    estimators,
+    fsmrank,
+    losses,
+    metrics,
+    pairs,
+    penalties,
+    solvers,
+    sv_stats,
+)
+from .estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
 from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
 from .losses import L2Regularized, PairwiseSquaredHinge
 
@@ -23,6 +33,10 @@ __version__ = "0.1.0"
 __all__ = [
     "L2Regularized",
     "FenchelRank",
+    "FSMRank",
+    "SparseRankSVM",
+    "fsmrank",
+    "penalties",
     "RankSVM",
     "estimators",
     "solvers",

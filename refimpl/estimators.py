@@ -11,12 +11,27 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive, check_X
+from ._validation import check_nonnegative, check_positive, check_X
 from .exceptions import DataError
+from .fsmrank import (
+    PSD_MODES,
+    FSMRankSmooth,
+    LiftedLoss,
+    convexify_similarity,
+    feature_ndcg,
+    gas_select,
+    kendall_similarity,
+    lift_importance,
+    lift_similarity,
+    pearson_importance,
+    pearson_similarity,
+)
 from .losses import L2Regularized, PairwiseSquaredHinge
 from .losses.squared_hinge import BACKENDS
 from .metrics import mean_ndcg
 from .pairs import PAIR_SETS
+from .penalties import L1, NonNegWeightedL1, WeightedL1
+from .solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
 from .solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
 from .solvers.tron import tron
 
@@ -246,4 +261,524 @@ class FenchelRank(_LinearRanker):
         return self
 
 
-__all__ = ["FenchelRank", "RankSVM"]
+__all__ = [
+    "FSMSVM",
+    "FSMRank",
+    "FenchelRank",
+    "GASRanker",
+    "RankSVM",
+    "SparseRankSVM",
+    "gas_e",
+]
+
+
+# --------------------------------------------------------------------------
+# Sparse rankers trained by accelerated proximal gradient (chapter 4)
+# --------------------------------------------------------------------------
+
+
+def _check_max_iter(max_iter):
+    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) \
+            or max_iter < 1:
+        raise DataError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
+def _l1_penalty(estimator, n_features):
+    """``||w||_1`` (Laporte et al. 2014, eq. 7)."""
+    return L1(1.0)
+
+
+def _weighted_l1_penalty(estimator, n_features):
+    """``sum_j beta_j |w_j|`` (Laporte et al. 2014, eq. 12) with ``beta = weights``."""
+    if estimator.weights is None:
+        raise DataError(
+            "penalty='weighted_l1' needs weights (an array of n_features "
+            "non-negative numbers), got weights=None"
+        )
+    try:
+        penalty = WeightedL1(estimator.weights)
+    except DataError as err:
+        raise DataError(f"bad weights for penalty='weighted_l1': {err}") from None
+    if penalty.n_features != n_features:
+        raise DataError(
+            f"weights must have length n_features = {n_features}, got "
+            f"{penalty.n_features}"
+        )
+    return penalty
+
+
+#: ``penalty=`` name -> factory ``(estimator, n_features) -> penalty object``
+#: for :class:`SparseRankSVM`; a reweighted (DC) scheme adds entries here.
+SPARSE_PENALTIES = {"l1": _l1_penalty, "weighted_l1": _weighted_l1_penalty}
+
+
+class SparseRankSVM(_LinearRanker):
+    """Sparse L2-loss linear RankSVM (RankSVM-l1), trained by FISTA.
+
+    Minimises eq. 7 of Laporte, Flamary, Canu, Déjean & Mothe (2014),
+
+    .. math::
+
+        F(w) = \\|w\\|_1
+            + C \\sum_{(i, j) \\in P} \\max(0, 1 - w^T (x_i - x_j))^2,
+
+    (a sum over pairs, not a mean, so ``C`` is the paper's) or, with
+    ``penalty="weighted_l1"``, eq. 12's weighted lasso
+    ``sum_j beta_j |w_j| + C sum_P max(0, 1 - w^T(x_i - x_j))^2`` with
+    ``beta = weights``.  Solved by :func:`refimpl.solvers.apg` (their
+    Algorithm 1, with a line search instead of the fixed ``1/L``), prox =
+    soft-thresholding (eqs. 11-12), from ``w = 0``, until the gradient
+    mapping has dropped to ``tol`` times its value at 0:
+    ``||G_L(z_k)|| <= tol ||G_L(0)||``.
+
+    Proposition 1 of the paper bounds the Lipschitz constant of the loss
+    gradient by ``sum_P ||x_i - x_j||^2``; the factor 2 of the gradient is
+    missing there (the correct Frobenius bound is ``2 C sum_P ||x_i -
+    x_j||^2``).  ``line_search="fixed"`` uses the smallest valid constant,
+    ``lambda_max`` of the Hessian at ``w = 0`` (every pair active),
+    ``2 C ||K||_2^2``.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Loss weight (> 0).
+    penalty : {"l1", "weighted_l1"}, default "l1"
+        Key of :data:`SPARSE_PENALTIES`.
+    weights : array-like of shape (n_features,), optional
+        ``beta_j >= 0`` of eq. 12; required for ``"weighted_l1"``.
+    tol : float, default 1e-6
+        Relative gradient-mapping tolerance (> 0).
+    max_iter : int, default 10000
+        Maximum number of FISTA iterations.
+    line_search : {"backtracking", "nemirovski", "fixed"}
+        Step-size rule of :func:`refimpl.solvers.apg`.
+    accelerated : bool, default True
+        False runs ISTA (forward-backward splitting, eq. 10).
+    restart : {False, "function", "gradient"}
+        O'Donoghue-Candès adaptive restart.
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+        How the loss is evaluated; see
+        :class:`refimpl.losses.PairwiseSquaredHinge`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    n_iter_ : int
+    history_ : dict of ndarray
+        Per iteration: objective ``F``, ``L``, gradient-mapping norm
+        ``gmap``, cumulative ``n_fun``, ``restart``, ``time``.
+    converged_ : bool
+    objective_ : float
+        ``F(coef_)`` (eq. 7 or eq. 12).
+    lipschitz_ : float
+        The final ``L`` of the line search (or the fixed constant).
+    backend_ : str
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, C=1.0, penalty="l1", weights=None, tol=1e-6,
+                 max_iter=10000, line_search="backtracking", accelerated=True,
+                 restart=False, backend="auto"):
+        self.C = C
+        self.penalty = penalty
+        self.weights = weights
+        self.tol = tol
+        self.max_iter = max_iter
+        self.line_search = line_search
+        self.accelerated = accelerated
+        self.restart = restart
+        self.backend = backend
+
+    def _validate_params(self):
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        _check_max_iter(self.max_iter)
+        if not isinstance(self.penalty, str) or self.penalty not in SPARSE_PENALTIES:
+            raise DataError(
+                f"penalty must be one of {tuple(SPARSE_PENALTIES)}, got {self.penalty!r}"
+            )
+        if self.line_search not in LINE_SEARCHES:
+            raise DataError(
+                f"line_search must be one of {LINE_SEARCHES}, got {self.line_search!r}"
+            )
+        if self.restart not in RESTARTS:
+            raise DataError(f"restart must be one of {RESTARTS}, got {self.restart!r}")
+        if not isinstance(self.accelerated, (bool, np.bool_)):
+            raise DataError(f"accelerated must be True or False, got {self.accelerated!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def _problem(self, X, y, qid):
+        """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
+        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+        smooth = ScaledSmooth(loss, float(self.C))
+        penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
+        return loss, smooth, penalty
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        self._validate_params()
+        loss, smooth, penalty = self._problem(X, y, qid)
+        L0 = None
+        if self.line_search in ("fixed", "nemirovski"):
+            L0 = lipschitz_constant(smooth)
+            if L0 == 0:
+                L0 = 1.0
+        result = apg(smooth, penalty, L0=L0, line_search=self.line_search,
+                     restart=self.restart, accelerated=bool(self.accelerated),
+                     tol=float(self.tol), stop="gradient_mapping",
+                     max_iter=int(self.max_iter))
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
+        self.coef_ = result.w
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["F"][-1])
+        self.lipschitz_ = float(result.history["L"][-1])
+        self.backend_ = loss.backend
+        self.n_features_in_ = loss.n_features
+        return self
+
+
+_IMPORTANCES = ("pearson", "uniform")
+_SIMILARITIES = ("pearson", "identity")
+
+
+class FSMRank(_LinearRanker):
+    """FSMRank: similarity- and importance-penalised sparse ranking (Lai et al. 2013).
+
+    Solves eq. 1 of Lai, Pan, Tang & Yu (2013),
+
+    .. math::
+
+        \\min_{\\hat w} \\frac{\\lambda_1}{2} \\hat w^T \\hat A \\hat w
+            + \\lambda_2 \\sum_i \\frac{|\\hat w_i|}{\\hat s_i}
+            + \\frac1p \\sum_{(i, j) \\in P} \\max(0, 1 - \\hat w^T (x_i - x_j))^2,
+
+    through its non-negative 2d-dimensional form eq. 2 (``X2 = [X, -X]``,
+    ``A2 = [[A, -A], [-A, A]]``, ``s2 = [s, s]``, see
+    :mod:`refimpl.fsmrank` for why this ``A2``) by Algorithm 1: FISTA with
+    the closed-form projection step (eq. 3), "Nemirovski's line search"
+    started at ``L0 / 2**10`` with ``L0`` Theorem 1's bound, and the
+    stopping rule ``|F(w_t) - F(w_{t-1})| <= tol |F(w_{t-1})|``.
+    ``coef_ = w^+ - w^-``.
+
+    If ``A`` is not positive semidefinite (``|PC|`` matrices often are
+    not), eq. 1 is not convex; by default (``psd="project"``) ``A`` is
+    replaced by its nearest PSD matrix, with a ``UserWarning``.
+
+    Parameters
+    ----------
+    lambda1 : float, default 1.0
+        Weight of the similarity term (>= 0).
+    lambda2 : float, default 1.0
+        Weight of the importance-weighted l1 term (>= 0).
+    importance : {"pearson", "uniform"}, default "pearson"
+        ``s_i = |PC(h_i, y)|`` (floored at
+        :data:`refimpl.fsmrank.IMPORTANCE_FLOOR`), or ``s = 1`` (Table III's
+        ``S^1``).
+    similarity : {"pearson", "identity"}, default "pearson"
+        ``A_ij = |PC(h_i, h_j)|``, or ``A = I`` (the ablation of Section
+        IV-D3).
+    psd : {"project", "ignore", "raise"}, default "project"
+        What to do with a non-PSD ``A``; see
+        :func:`refimpl.fsmrank.convexify_similarity`.
+    tol : float, default 1e-6
+        Relative change tolerance (the paper uses 1e-4).
+    max_iter : int, default 10000
+        ``T`` of Algorithm 1 (the paper's experiments use 400).
+    L0 : float, optional
+        Upper bound on the Lipschitz constant of ``grad psi``; default
+        Theorem 1's ``(4d/p) sum_P ||x_i - x_j||_inf^2 + 2 d lambda1
+        max|A|``.
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        ``w^+ - w^-``, a solution of eq. 1.
+    coef2_ : ndarray of shape (2 n_features,)
+        The solution ``w >= 0`` of eq. 2.
+    importance_ : ndarray of shape (n_features,)
+        ``s``.
+    similarity_ : ndarray of shape (n_features, n_features)
+        The ``A`` used in the objective (after any PSD projection).
+    psd_projected_ : bool
+        Whether ``A`` was replaced by its nearest PSD matrix.
+    similarity_min_eig_ : float
+        Smallest eigenvalue of ``A`` before any projection.
+    lipschitz_bound_ : float
+        ``L0`` used.
+    n_iter_ : int
+    history_ : dict of ndarray
+        ``F`` (objective of eq. 2), ``L``, ``gmap``, ``n_fun``, ``restart``,
+        ``time``.
+    converged_ : bool
+    objective_ : float
+        Objective of eq. 2 at ``coef2_``; equals eq. 1 at ``coef_`` when
+        ``min(w^+_i, w^-_i) = 0`` for all ``i`` (always at the optimum if
+        ``lambda2 > 0``).
+    backend_ : str
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, lambda1=1.0, lambda2=1.0, importance="pearson",
+                 similarity="pearson", psd="project", tol=1e-6, max_iter=10000,
+                 L0=None, backend="auto"):
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.importance = importance
+        self.similarity = similarity
+        self.psd = psd
+        self.tol = tol
+        self.max_iter = max_iter
+        self.L0 = L0
+        self.backend = backend
+
+    def _validate_params(self):
+        check_nonnegative(self.lambda1, "lambda1")
+        check_nonnegative(self.lambda2, "lambda2")
+        check_positive(self.tol, "tol")
+        _check_max_iter(self.max_iter)
+        if self.L0 is not None:
+            check_positive(self.L0, "L0")
+        if self.importance not in _IMPORTANCES:
+            raise DataError(
+                f"importance must be one of {_IMPORTANCES}, got {self.importance!r}"
+            )
+        if self.similarity not in _SIMILARITIES:
+            raise DataError(
+                f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}"
+            )
+        if self.psd not in PSD_MODES:
+            raise DataError(f"psd must be one of {PSD_MODES}, got {self.psd!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def _problem(self, X, y, qid):
+        """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
+        loss = PairwiseSquaredHinge(X, y, qid, normalize=True, backend=self.backend)
+        d = loss.n_features
+        if self.importance == "pearson":
+            s = pearson_importance(loss.X, loss.y)
+        else:
+            s = np.ones(d)
+        A = pearson_similarity(loss.X) if self.similarity == "pearson" else np.eye(d)
+        A, projected, min_eig = convexify_similarity(A, self.psd)
+        smooth = FSMRankSmooth(LiftedLoss(loss), lift_similarity(A),
+                               float(self.lambda1))
+        penalty = NonNegWeightedL1(float(self.lambda2) / lift_importance(s))
+        return loss, smooth, penalty, s, A, projected, min_eig
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        self._validate_params()
+        loss, smooth, penalty, s, A, projected, min_eig = self._problem(X, y, qid)
+        L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
+        if L0 <= 0:
+            L0 = 1.0
+        result = apg(smooth, penalty, L0=L0, line_search="nemirovski", eta=2.0,
+                     tol=float(self.tol), stop="relative_change",
+                     max_iter=int(self.max_iter))
+        d = loss.n_features
+        w2 = result.w
+        coef = w2[:d] - w2[d:]
+        if not np.all(np.isfinite(coef)):
+            raise FloatingPointError("FSMRank produced non-finite coefficients")
+        self.coef_ = coef
+        self.coef2_ = w2
+        self.importance_ = s
+        self.similarity_ = A
+        self.psd_projected_ = bool(projected)
+        self.similarity_min_eig_ = float(min_eig)
+        self.lipschitz_bound_ = float(L0)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["F"][-1])
+        self.backend_ = loss.backend
+        self.n_features_in_ = d
+        return self
+
+
+def _check_n_select(n_features, d):
+    if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) \
+            or not 1 <= n_features <= d:
+        raise DataError(
+            f"n_features must be an integer in [1, {d}] (the number of "
+            f"features to select), got {n_features!r}"
+        )
+    return int(n_features)
+
+
+def _gas(X, y, qid, n_features, c):
+    """GAS selection plus its inputs: ``(selected, importance, similarity)``."""
+    X = check_X(X)
+    t = _check_n_select(n_features, X.shape[1])
+    check_nonnegative(c, "c")
+    importance, _ = feature_ndcg(X, y, qid, k=10)
+    similarity = kendall_similarity(X, qid)
+    return gas_select(importance, similarity, t, float(c)), importance, similarity
+
+
+def _columns(X, idx):
+    X = check_X(X)
+    return X[:, idx]
+
+
+def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
+    """GAS feature selection (Geng, Liu, Qin & Li 2007), optionally followed by a ranker.
+
+    Importance of a feature: NDCG@10 (LETOR 4.0 convention, averaged over
+    queries) of ranking the documents by it, in its better direction;
+    similarity of two features: ``|Kendall's tau|`` between their rankings,
+    averaged over queries.  The greedy search (GAS, Geng et al. Section 3.3)
+    picks the most important feature, lowers every other importance by
+    ``2 c sim(j, picked)``, and repeats.  "GAS-E" in FSMRank's experiments
+    (Lai et al. 2013, Section IV-D1) is GAS followed by RankSVM-Primal on the
+    selected features: pass ``ranker=RankSVM(...)``.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    y : array-like of shape (n,)
+    qid : array-like of shape (n,) or None
+    n_features : int
+        Number ``t`` of features to select, 1 <= t <= d.
+    c : float, default 0.01
+        Redundancy penalty of GAS (>= 0).
+    ranker : estimator, optional
+        If given, it is fitted in place on ``X[:, selected]``.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_features,)
+        Selected feature indices, in the order picked.
+    """
+    selected, _, _ = _gas(X, y, qid, n_features, c)
+    if ranker is not None:
+        ranker.fit(_columns(X, selected), y, qid)
+    return selected
+
+
+class GASRanker(_LinearRanker):
+    """GAS-E: GAS feature selection, then RankSVM on the selected features.
+
+    The two-stage baseline of Lai et al. (2013), Section IV-D1 (GAS of Geng
+    et al. 2007, see :func:`gas_e`; second stage :class:`RankSVM`, the
+    L2-loss RankSVM-Primal).
+
+    Parameters
+    ----------
+    n_features : int
+        Number ``t`` of features to select.
+    c : float, default 0.01
+        GAS redundancy penalty.
+    C : float, default 1.0
+        RankSVM loss weight.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        RankSVM weights on the selected features, 0 elsewhere.
+    selected_ : ndarray of int64
+        Selected features in the order GAS picked them.
+    importance_ : ndarray
+        NDCG@10 of each feature.
+    similarity_ : ndarray
+        ``|Kendall's tau|`` between features.
+    ranksvm_ : RankSVM
+        The fitted second stage.
+    n_iter_, converged_, history_ :
+        Those of the RankSVM.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, n_features, c=0.01, C=1.0):
+        self.n_features = n_features
+        self.c = c
+        self.C = C
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        X = check_X(X)
+        _check_n_select(self.n_features, X.shape[1])
+        check_nonnegative(self.c, "c")
+        check_positive(self.C, "C")
+        selected, importance, similarity = _gas(X, y, qid, self.n_features, self.c)
+        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
+        coef = np.zeros(X.shape[1])
+        coef[selected] = svm.coef_
+        self.coef_ = coef
+        self.selected_ = selected
+        self.importance_ = importance
+        self.similarity_ = similarity
+        self.ranksvm_ = svm
+        self.n_iter_ = svm.n_iter_
+        self.converged_ = svm.converged_
+        self.history_ = svm.history_
+        self.n_features_in_ = X.shape[1]
+        return self
+
+
+class FSMSVM(_LinearRanker):
+    """FSMSVM: the top-t features of FSMRank, then RankSVM on them (Lai et al. 2013).
+
+    The second baseline of Section IV-D1: fit :class:`FSMRank`, sort the
+    features by ``|coef_|`` decreasingly (ties by index) and train
+    :class:`RankSVM` on the first ``t``.
+
+    Parameters
+    ----------
+    n_features : int
+        Number ``t`` of features to keep.
+    lambda1, lambda2 : float, default 1.0
+        FSMRank's weights (eq. 1).
+    C : float, default 1.0
+        RankSVM loss weight.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        RankSVM weights on the selected features, 0 elsewhere.
+    selected_ : ndarray of int64
+        The ``t`` features, by decreasing ``|FSMRank weight|``.
+    fsmrank_ : FSMRank
+    ranksvm_ : RankSVM
+    n_iter_, converged_, history_ :
+        Those of the RankSVM.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, n_features, lambda1=1.0, lambda2=1.0, C=1.0):
+        self.n_features = n_features
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.C = C
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        X = check_X(X)
+        t = _check_n_select(self.n_features, X.shape[1])
+        check_positive(self.C, "C")
+        fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
+        selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
+        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
+        coef = np.zeros(X.shape[1])
+        coef[selected] = svm.coef_
+        self.coef_ = coef
+        self.selected_ = selected
+        self.fsmrank_ = fsm
+        self.ranksvm_ = svm
+        self.n_iter_ = svm.n_iter_
+        self.converged_ = svm.converged_
+        self.history_ = svm.history_
+        self.n_features_in_ = X.shape[1]
+        return self

@@ -23,6 +23,8 @@ MODULES = [
     refimpl.solvers,
     refimpl.sv_stats,
     refimpl.estimators,
+    refimpl.penalties,
+    refimpl.fsmrank,
 ]
 
 

@@ -7,13 +7,18 @@ objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
 """
 
 from ._result import SolverResult
+from .apg import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
 from .fenchelrank import fenchelrank
 from .subgradient import projected_subgradient, truncated_gradient
 from .tron import tron
 
 __all__ = [
+    "ScaledSmooth",
     "SolverResult",
+    "apg",
     "fenchelrank",
+    "hessian_matrix",
+    "lipschitz_constant",
     "projected_subgradient",
     "tron",
     "truncated_gradient",

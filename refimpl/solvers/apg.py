@@ -1,0 +1,489 @@
+r"""Accelerated proximal gradient (FISTA / Nesterov) for ``min_w f(w) + g(w)``.
+
+``f`` is smooth with an L-Lipschitz gradient and is seen only through
+``fun(w)`` and ``grad(w)`` (the caching contract of the loss objects:
+``grad`` is valid right after ``fun`` at the same ``w``); ``g`` is a
+penalty object of :mod:`refimpl.penalties`, seen only through
+``prox(v, step)`` and ``value(w)``.  One iteration at the search point
+``z_k``, with the current estimate ``L`` of the Lipschitz constant,
+
+.. math::
+
+    w_k = \operatorname{prox}_{g/L}\bigl(z_k - \nabla f(z_k)/L\bigr),
+    \qquad
+    \alpha_{k+1} = \tfrac12\bigl(1 + \sqrt{1 + 4\alpha_k^2}\bigr),
+    \qquad
+    z_{k+1} = w_k + \frac{\alpha_k - 1}{\alpha_{k+1}} (w_k - w_{k-1}),
+
+with ``z_1 = w_0``, ``alpha_1 = 1``: FISTA (Beck & Teboulle 2009; Laporte et
+al. 2014, Algorithm 1), which is also Algorithm 1 of FSMRank (Lai et al.
+2013), whose eq. 3 is the prox step.  ``accelerated=False`` keeps
+``z_{k+1} = w_k`` (ISTA, the forward-backward iteration eq. 10 of Laporte et
+al.).
+
+Derived in: book/04_fsmrank_nesterov.md#fsmrank
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._result import SolverResult
+
+#: Rules for the Lipschitz estimate ``L`` (see :func:`apg`, Notes).
+LINE_SEARCHES = ("backtracking", "nemirovski", "fixed")
+
+#: Adaptive restart schemes of O'Donoghue & Candès (2015).
+RESTARTS = (False, "function", "gradient")
+
+#: Stopping rules of :func:`apg`.
+STOPS = ("relative_change", "gradient_mapping")
+
+#: FSMRank, Algorithm 1: ``L = L0 / gamma**NEMIROVSKI_EXPONENT`` at the start.
+NEMIROVSKI_EXPONENT = 10
+
+#: The sufficient-decrease test tolerates rounding of this relative size in
+#: ``f`` (near the optimum ``f(w) - f(z)`` is at the level of rounding and an
+#: exact test would double ``L`` spuriously).
+LS_RTOL = 1e-13
+
+#: Give up when the line search has pushed ``L`` above this.
+L_MAX = 1e300
+
+_HISTORY_KEYS = ("F", "L", "gmap", "n_fun", "restart", "time")
+
+
+class ScaledSmooth:
+    r"""``c * f(w)`` for a smooth objective ``f`` with the same caching contract.
+
+    RankSVM-l1 (Laporte et al. 2014, eq. 7) is ``||w||_1 + C L(w)`` with
+    ``L`` the summed squared hinge: the smooth part is
+    ``ScaledSmooth(loss, C)``.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Parameters
+    ----------
+    smooth : object
+        With ``fun``, ``grad``, ``hess_vec`` and ``n_features``.
+    c : float
+        Finite, > 0.
+    """
+
+    def __init__(self, smooth, c):
+        c = float(c)
+        if not (c > 0 and math.isfinite(c)):
+            raise ValueError(f"c must be finite and > 0, got {c!r}")
+        self.smooth = smooth
+        self.c = c
+
+    @property
+    def n_features(self) -> int:
+        return int(self.smooth.n_features)
+
+    def fun(self, w) -> float:
+        """``c f(w)``; the wrapped objective caches its state at ``w``."""
+        return self.c * float(self.smooth.fun(w))
+
+    def grad(self, w) -> np.ndarray:
+        """``c grad f(w)``."""
+        return self.c * np.asarray(self.smooth.grad(w), dtype=np.float64)
+
+    def hess_vec(self, s) -> np.ndarray:
+        """``c H s`` with the Hessian state of the last :meth:`fun`."""
+        return self.c * np.asarray(self.smooth.hess_vec(s), dtype=np.float64)
+
+
+def hessian_matrix(smooth, w=None) -> np.ndarray:
+    """The dense (generalised) Hessian of ``smooth`` at ``w`` from ``n`` products.
+
+    Calls ``smooth.fun(w)`` and then ``hess_vec(e_j)`` for every unit vector,
+    so it costs ``n_features`` Hessian-vector products; meant for ``n`` up to
+    a few thousand.
+
+    Parameters
+    ----------
+    smooth : object
+        With ``fun``, ``hess_vec`` and ``n_features``.
+    w : array-like, optional
+        Where to evaluate; zeros by default.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        Symmetrised: ``(H + H^T)/2``.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+    n = int(smooth.n_features)
+    w = np.zeros(n) if w is None else np.asarray(w, dtype=np.float64)
+    smooth.fun(w)
+    H = np.empty((n, n))
+    e = np.zeros(n)
+    for j in range(n):
+        e[j] = 1.0
+        H[:, j] = smooth.hess_vec(e)
+        e[j] = 0.0
+    return 0.5 * (H + H.T)
+
+
+def lipschitz_constant(smooth, w=None) -> float:
+    r"""``lambda_max`` of the (generalised) Hessian of ``smooth`` at ``w``.
+
+    For the pairwise squared hinge with margin ``delta > 0`` (and any sum of
+    it with a convex quadratic), every pair is active at ``w = 0``, so the
+    generalised Hessian there, ``2 s K^T K`` (+ the quadratic's), dominates
+    the Hessian at every other point in the Loewner order: ``lambda_max`` at
+    ``w = 0`` (the default) is the smallest global Lipschitz constant of the
+    gradient.  For other objectives it is only a local value.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Parameters
+    ----------
+    smooth : object
+        With ``fun``, ``hess_vec`` and ``n_features``.
+    w : array-like, optional
+        Zeros by default.
+
+    Returns
+    -------
+    float
+    """
+    H = hessian_matrix(smooth, w)
+    return float(max(np.linalg.eigvalsh(H)[-1], 0.0))
+
+
+def _check_finite(value, what):
+    if not np.all(np.isfinite(value)):
+        raise FloatingPointError(
+            f"APG: {what} is not finite; check the data and the regularisation"
+        )
+
+
+def _initial_L(smooth, w0, f0, g0):
+    """A cheap local curvature estimate ``||grad f(w0 + h) - grad f(w0)|| / ||h||``.
+
+    ``h`` is a short step along ``-grad f(w0)`` (length ``1e-3 max(1,
+    ||w0||)``).  Returns ``(L, n_fun)``; ``L = 1`` when the gradient is zero
+    or the curvature along ``h`` vanishes.
+    """
+    gnorm = float(np.linalg.norm(g0))
+    if gnorm == 0:
+        return 1.0, 0
+    h = -(1e-3 * max(1.0, float(np.linalg.norm(w0))) / gnorm) * g0
+    smooth.fun(w0 + h)
+    g1 = np.asarray(smooth.grad(w0 + h), dtype=np.float64)
+    smooth.fun(w0)   # restore the cached state at w0
+    L = float(np.linalg.norm(g1 - g0) / np.linalg.norm(h))
+    if not (L > 0 and math.isfinite(L)):
+        L = 1.0
+    return L, 2
+
+
+def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
+        eta=2.0, restart=False, accelerated=True, tol=1e-6,
+        stop="relative_change", max_iter=10000, callback=None):
+    r"""Minimise ``F(w) = f(w) + g(w)`` by an accelerated proximal gradient method.
+
+    FISTA (Beck & Teboulle 2009) with a choice of step-size rule; it is
+    Algorithm 1 of Laporte et al. (2014) and, with
+    ``line_search="nemirovski"`` and ``stop="relative_change"``, Algorithm 1
+    of FSMRank (Lai et al. 2013).
+
+    Stopping rules (checked after every iteration ``k >= 1``):
+
+    * ``stop="relative_change"`` (FSMRank, Section III-C):
+
+      .. math:: |F(w_k) - F(w_{k-1})| \le \mathrm{tol} \cdot |F(w_{k-1})| .
+
+      Cheap, but it certifies nothing: a slow phase can trigger it early.
+    * ``stop="gradient_mapping"``: with
+      :math:`G_L(z) = L\,(z - \operatorname{prox}_{g/L}(z - \nabla f(z)/L))`,
+      the composite analogue of the gradient (zero exactly at minimisers),
+
+      .. math:: \|G_{L_k}(z_k)\|_2 \le \mathrm{tol} \cdot \|G_{L_1}(w_0)\|_2 ,
+
+      where ``z_k`` is the search point of iteration ``k`` (so
+      ``G_{L_k}(z_k) = L_k (z_k - w_k)`` comes for free) and
+      ``z_1 = w_0``.  Relative, as TRON's ``||grad f|| <= eps ||grad f(0)||``.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Parameters
+    ----------
+    smooth : object
+        ``fun(w) -> float`` and ``grad(w) -> ndarray`` (valid right after
+        ``fun`` at the same ``w``), ``n_features``.  Optionally
+        ``lipschitz_bound() -> float``, used when ``L0`` is not given for
+        ``"fixed"`` and ``"nemirovski"``.
+    penalty : object
+        ``prox(v, step)`` and ``value(w)`` (``inf`` outside its domain), as
+        in :mod:`refimpl.penalties`.
+    w0 : array-like of shape (n_features,), optional
+        Start, zeros by default; must have ``penalty.value(w0) < inf``.
+    L0 : float, optional
+        ``"fixed"``: the constant ``L`` (a Lipschitz constant of ``grad f``).
+        ``"nemirovski"``: FSMRank's upper bound ``L0`` (its Theorem 1); the
+        search starts at ``L0 / eta**10``.  ``"backtracking"``: the first
+        trial ``L``.  Default: ``smooth.lipschitz_bound()`` for ``"fixed"``
+        and ``"nemirovski"`` when available, else (and always for
+        ``"backtracking"``) a local curvature estimate at ``w0`` from one
+        extra gradient.
+    line_search : {"backtracking", "nemirovski", "fixed"}
+        See Notes.
+    eta : float, default 2.0
+        Growth factor ``> 1`` of ``L`` on a failed sufficient-decrease test
+        (Beck & Teboulle's ``eta``, FSMRank's ``gamma = 2``).
+    restart : {False, "function", "gradient"}
+        Adaptive restart of O'Donoghue & Candès (2015): after iteration
+        ``k``, reset the momentum (``alpha_{k+1} = 1``, ``z_{k+1} = w_k``)
+        when ``F(w_k) > F(w_{k-1})`` (``"function"``) or when
+        ``(z_k - w_k)^T (w_k - w_{k-1}) > 0`` (``"gradient"``, i.e. the step
+        makes an obtuse angle with the negative gradient mapping).
+    accelerated : bool, default True
+        False gives ISTA (``z_{k+1} = w_k``), same code path.
+    tol : float, default 1e-6
+        Tolerance of the stopping rule, >= 0.
+    stop : {"relative_change", "gradient_mapping"}
+        Stopping rule above.
+    max_iter : int, default 10000
+        Maximum number of iterations (prox steps accepted).
+    callback : callable, optional
+        ``callback(w, info)`` after each iteration, ``w`` a copy of
+        ``w_k``, ``info`` a dict with ``iter``, ``F``, ``L``, ``gmap``,
+        ``restart``.
+
+    Returns
+    -------
+    SolverResult
+        ``w = w_k`` (the last prox point, always in ``dom g``).  ``history``
+        has entry 0 for ``w0`` and entry ``k`` after iteration ``k``:
+        ``"F"`` (objective ``F(w_k)``), ``"L"`` (the ``L`` accepted in
+        iteration ``k``; at entry 0 the initial ``L``), ``"gmap"``
+        (``||G_{L_k}(z_k)||``, nan at entry 0), ``"n_fun"`` (cumulative
+        calls of ``smooth.fun``), ``"restart"`` (whether the momentum was
+        reset after iteration ``k``) and ``"time"``.
+
+    Raises
+    ------
+    ValueError
+        Bad options, ``w0`` of the wrong shape or outside ``dom g``, no
+        ``L0`` for ``"fixed"`` and no ``lipschitz_bound``.
+    FloatingPointError
+        Non-finite objective or gradient, or ``L`` beyond ``1e300``.
+
+    Warns
+    -----
+    sklearn.exceptions.ConvergenceWarning
+        If ``max_iter`` iterations end without the stopping rule holding.
+
+    Notes
+    -----
+    *Step-size rules.*  All test the sufficient-decrease (majorisation)
+    condition of Beck & Teboulle (their Lemma 2.3), which is FSMRank's
+    line-search test,
+
+    .. math::
+
+        f(w_k) \le f(z_k) + \nabla f(z_k)^T (w_k - z_k)
+                  + \tfrac{L}{2} \|w_k - z_k\|^2 ,
+
+    (up to a rounding allowance of ``LS_RTOL * max(|f(z_k)|, |f(w_k)|)``)
+    and, when it fails, set ``L <- eta L`` and recompute ``w_k``.  ``L`` is
+    never decreased, so ``L_k <= eta L_f`` once it has started below the
+    true constant ``L_f``, and ``F(w_k) - F^* <= 2 L_k ||w_0 - w^*||^2 /
+    (k + 1)^2`` (Beck & Teboulle, Theorem 4.4, with ``L_k`` the value used
+    at iteration ``k``).
+
+    * ``"backtracking"``: Beck & Teboulle's backtracking from ``L0``.
+    * ``"nemirovski"``: FSMRank, Algorithm 1 (Nesterov's method with
+      "Nemirovski's line search", as the term is used by Liu, Chen & Ye 2009
+      and their SLEP package): start from ``L = L0 / gamma**10`` with
+      ``L0`` an *upper* bound (Theorem 1) and ``gamma = eta``, multiply by
+      ``gamma`` on failure, keep ``L`` across iterations (non-decreasing).
+      The paper's listing is exactly this; it does not start each
+      iteration from ``L / gamma`` (that is the "adaptive" line search of
+      Nesterov 2007 / SLEP's ``lFlag=1``, not implemented here).  Since
+      ``L0`` bounds ``L_f``, at most 10 doublings beyond the start are
+      ever needed, and Theorem 2's rate ``2 L0 ||w_0 - w^*||^2/(t+1)^2``
+      holds up to the factor ``eta`` (``L_k <= eta L_f``).
+    * ``"fixed"``: ``L = L0`` throughout, no test; ``L0`` must bound the
+      Lipschitz constant of ``grad f``.
+
+    *Cost.*  One ``fun`` + ``grad`` at ``z_k`` and one ``fun`` per trial
+    ``w_k``; when ``z_{k+1} = w_k`` (ISTA, a restart, ``k = 1``) the value
+    at ``w_k`` is reused and only ``grad`` is called.
+    """
+    if line_search not in LINE_SEARCHES:
+        raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
+    if restart not in RESTARTS:
+        raise ValueError(f"restart must be one of {RESTARTS}, got {restart!r}")
+    if stop not in STOPS:
+        raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+    eta = float(eta)
+    if not (eta > 1 and math.isfinite(eta)):
+        raise ValueError(f"eta must be finite and > 1, got {eta!r}")
+    tol = float(tol)
+    if not (tol >= 0 and math.isfinite(tol)):
+        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
+    if int(max_iter) != max_iter or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    max_iter = int(max_iter)
+    if L0 is not None:
+        L0 = float(L0)
+        if not (L0 > 0 and math.isfinite(L0)):
+            raise ValueError(f"L0 must be finite and > 0, got {L0!r}")
+
+    start = time.perf_counter()
+    n = int(smooth.n_features)
+    if w0 is None:
+        w = np.zeros(n)
+    else:
+        w = np.array(w0, dtype=np.float64, copy=True)
+        if w.shape != (n,):
+            raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
+        _check_finite(w, "w0")
+    g_w0 = float(penalty.value(w))
+    if not math.isfinite(g_w0):
+        raise ValueError("w0 is outside the domain of the penalty (value inf)")
+
+    f_w = float(smooth.fun(w))
+    _check_finite(f_w, "f(w0)")
+    n_fun = 1
+    F = f_w + g_w0
+
+    # initial L
+    bound = getattr(smooth, "lipschitz_bound", None)
+    if line_search == "fixed":
+        if L0 is None:
+            if bound is None:
+                raise ValueError(
+                    "line_search='fixed' needs L0 (a Lipschitz constant of "
+                    "grad f) or a smooth object with lipschitz_bound()"
+                )
+            L0 = float(bound())
+        L = L0
+    elif line_search == "nemirovski":
+        if L0 is None and bound is not None:
+            L0 = float(bound())
+        if L0 is None:
+            g0 = np.asarray(smooth.grad(w), dtype=np.float64)
+            L, extra = _initial_L(smooth, w, f_w, g0)
+            n_fun += extra
+        else:
+            L = L0 / eta**NEMIROVSKI_EXPONENT
+    else:
+        if L0 is None:
+            g0 = np.asarray(smooth.grad(w), dtype=np.float64)
+            L, extra = _initial_L(smooth, w, f_w, g0)
+            n_fun += extra
+        else:
+            L = L0
+
+    history = {key: [] for key in _HISTORY_KEYS}
+
+    def record(F, L, gmap, restarted):
+        for key, value in zip(_HISTORY_KEYS, (F, L, gmap, n_fun, restarted,
+                                               time.perf_counter() - start)):
+            history[key].append(value)
+
+    record(F, L, math.nan, False)
+
+    z = w                     # search point z_1 = w_0
+    z_is_w = True             # smooth's cached state is at z (== w)
+    alpha = 1.0
+    gmap0 = None
+    converged = False
+    message = ""
+    n_iter = 0
+    crit = math.nan
+    while n_iter < max_iter:
+        n_iter += 1
+        if z_is_w:
+            f_z = f_w
+        else:
+            f_z = float(smooth.fun(z))
+            n_fun += 1
+        g_z = np.asarray(smooth.grad(z), dtype=np.float64)
+        _check_finite(f_z, "f at the search point")
+        _check_finite(g_z, "the gradient at the search point")
+
+        while True:
+            w_new = np.asarray(penalty.prox(z - g_z / L, 1.0 / L), dtype=np.float64)
+            d = w_new - z
+            dd = float(d @ d)
+            f_new = float(smooth.fun(w_new))
+            n_fun += 1
+            _check_finite(f_new, "f at a trial point")
+            if line_search == "fixed" or dd == 0.0:
+                break
+            excess = f_new - f_z - float(g_z @ d) - 0.5 * L * dd
+            if excess <= LS_RTOL * max(abs(f_z), abs(f_new)):
+                break
+            L *= eta
+            if L > L_MAX:
+                raise FloatingPointError(
+                    f"APG: the line search pushed L above {L_MAX:.0e}; is "
+                    "grad f Lipschitz?"
+                )
+
+        F_new = f_new + float(penalty.value(w_new))
+        gmap = L * math.sqrt(dd)
+        if gmap0 is None:
+            gmap0 = gmap
+
+        restarted = False
+        if accelerated and restart == "function":
+            restarted = F_new > F
+        elif accelerated and restart == "gradient":
+            restarted = float((z - w_new) @ (w_new - w)) > 0
+
+        if stop == "relative_change":
+            crit = abs(F_new - F) / abs(F) if F != 0 else (0.0 if F_new == F else math.inf)
+            done = abs(F_new - F) <= tol * abs(F)
+        else:
+            crit = gmap / gmap0 if gmap0 > 0 else 0.0
+            done = gmap <= tol * gmap0
+
+        if not accelerated or restarted:
+            alpha_next = 1.0
+            z_next = w_new
+        else:
+            alpha_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * alpha * alpha))
+            beta = (alpha - 1.0) / alpha_next
+            z_next = w_new if beta == 0.0 else w_new + beta * (w_new - w)
+        w, f_w, F = w_new, f_new, F_new
+        z, alpha = z_next, alpha_next
+        z_is_w = z is w
+        record(F, L, gmap, restarted)
+        if callback is not None:
+            callback(w.copy(), {"iter": n_iter, "F": F, "L": L, "gmap": gmap,
+                                "restart": restarted})
+        if done:
+            converged = True
+            if stop == "relative_change":
+                message = (f"relative change |F_k - F_k-1| / |F_k-1| = {crit:.3e} "
+                           f"<= tol = {tol:.1e}")
+            else:
+                message = (f"gradient mapping ||G(z_k)|| / ||G(w_0)|| = {crit:.3e} "
+                           f"<= tol = {tol:.1e}")
+            break
+
+    if not converged:
+        name = ("relative change |F_k - F_k-1| / |F_k-1|" if stop == "relative_change"
+                else "gradient mapping ||G(z_k)|| / ||G(w_0)||")
+        message = f"max_iter = {max_iter} reached: {name} = {crit:.3e} > tol = {tol:.1e}"
+        if max_iter > 0:
+            warnings.warn(
+                f"APG did not converge: {message}; increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+    return SolverResult(w=w, n_iter=n_iter, converged=converged,
+                        history=history, message=message)
