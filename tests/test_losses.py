@@ -84,11 +84,14 @@ def test_kernels_equal_py_func():
     outs = []
     for f in (ksh.value_dz, ksh.value_dz.py_func):
         dz = np.empty(len(z))
-        act = np.empty(len(pi), np.uint8)
-        outs.append((f(z, pi, pj, 1.0, dz, act), dz, act))
+        ai = np.empty(len(pi), np.int32)
+        aj = np.empty(len(pi), np.int32)
+        (value, n_act) = f(z, pi, pj, 1.0, dz, ai, aj)
+        outs.append((value, dz, ai[:n_act], aj[:n_act]))
     assert outs[0][0] == pytest.approx(outs[1][0], rel=1e-12)
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-12)
     np.testing.assert_array_equal(outs[0][2], outs[1][2])
+    np.testing.assert_array_equal(outs[0][3], outs[1][3])
     assert ksh.value_only(z, pi, pj, 1.0) == pytest.approx(outs[0][0], rel=1e-12)
 
 
@@ -140,3 +143,76 @@ def test_bad_input():
     loss = PairwiseSquaredHinge(X, y, qid)
     with pytest.raises(DataError, match="shape"):
         loss.fun(np.zeros(X.shape[1] + 1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([1.0, 0.5, 2.0]),
+       st.sampled_from(["int", "float"]))
+def test_pairs_active_set_compaction(seed, margin, zmode):
+    """value_dz's compacted active set and hess_dz over it.
+
+    The active list is exactly the pairs with ``margin - (z_i - z_j) > 0``
+    in input order (integer scores make residuals of exactly 0: inactive);
+    hess_dz equals the masked O(p) formula.  Against NumPy's bincount the
+    summation order differs: rtol 1e-12 with atol 1e-12 * max|out|; vs
+    py_func rtol 1e-12 (STYLE).
+    """
+    rng, X, y, qid = make_problem(seed, n=50, levels=4)
+    loss = PairwiseSquaredHinge(X, y, qid, margin=margin, backend="pairs")
+    pi, pj = loss.pairs.i, loss.pairs.j
+    n = len(y)
+    if zmode == "int":
+        z = rng.integers(-2, 3, n).astype(float)
+    else:
+        z = rng.normal(size=n)
+    t = rng.normal(size=n)
+    act = margin - (z[pi] - z[pj]) > 0.0
+    res = []
+    for vdz, hdz in ((ksh.value_dz, ksh.hess_dz),
+                     (ksh.value_dz.py_func, ksh.hess_dz.py_func)):
+        dz = np.empty(n)
+        ai = np.full(len(pi), -1, np.int32)
+        aj = np.full(len(pi), -1, np.int32)
+        value, n_act = vdz(z, pi, pj, margin, dz, ai, aj)
+        assert n_act == act.sum()
+        np.testing.assert_array_equal(ai[:n_act], pi[act])
+        np.testing.assert_array_equal(aj[:n_act], pj[act])
+        out = np.full(n, np.nan)
+        hdz(t, ai, aj, n_act, out)
+        res.append((value, dz.copy(), out))
+    ref = loss.with_backend("numpy")._impl
+    v_ref, dz_ref = ref.value_dz(z)
+    h_ref = ref.hess_dz(t)
+    value, dz, out = res[0]
+    assert value == pytest.approx(v_ref, rel=1e-12, abs=1e-300)
+    for got, want in ((dz, dz_ref), (out, h_ref)):
+        np.testing.assert_allclose(
+            got, want, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(want).max())
+        )
+    assert res[1][0] == pytest.approx(value, rel=1e-12, abs=1e-300)
+    np.testing.assert_allclose(res[1][1], dz, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(res[1][2], out, rtol=1e-12, atol=1e-300)
+    # the backend: n_active from the compaction, hess_dz over it
+    impl = loss._impl
+    assert impl.n_active() == 0
+    np.testing.assert_array_equal(impl.hess_dz(t), 0.0)  # before value_dz
+    impl.value_dz(z)
+    assert impl.n_active() == act.sum()
+    np.testing.assert_array_equal(impl.hess_dz(t), out)
+
+
+def test_auto_backend_rule():
+    from refimpl.losses.squared_hinge import (
+        AUTO_MAX_PAIR_BYTES,
+        AUTO_TREE_PAIRS_PER_DOC,
+        BYTES_PER_PAIR,
+        choose_backend,
+    )
+
+    n = 1000
+    assert choose_backend(AUTO_TREE_PAIRS_PER_DOC * n, n) == "pairs"
+    assert choose_backend(AUTO_TREE_PAIRS_PER_DOC * n + 1, n) == "tree"
+    # memory cap wins even at few pairs per document (MSLR-sized data)
+    big = AUTO_MAX_PAIR_BYTES // BYTES_PER_PAIR + 1
+    assert choose_backend(big, 10**8) == "tree"
+    assert choose_backend(10**9, 10, which="adjacent") == "pairs"

@@ -131,13 +131,13 @@ def test_counts_equal_active_set_of_pair_kernel(inst):
     """l^+- are the per-document degrees of the explicit kernel's SV(w)."""
     z, t, y, qid, margin = inst
     pairs = preference_pairs(y, qid, require_pairs=False)
-    active = np.zeros(len(pairs), dtype=np.uint8)
+    act_i = np.empty(len(pairs), dtype=np.int32)
+    act_j = np.empty(len(pairs), dtype=np.int32)
     dz = np.empty(len(z))
-    ksh.value_dz(z, pairs.i, pairs.j, margin, dz, active)
-    act = active.astype(bool)
+    _, n_act = ksh.value_dz(z, pairs.i, pairs.j, margin, dz, act_i, act_j)
     n = len(z)
-    exp_minus = np.bincount(pairs.i[act], minlength=n)
-    exp_plus = np.bincount(pairs.j[act], minlength=n)
+    exp_minus = np.bincount(act_i[:n_act], minlength=n)
+    exp_plus = np.bincount(act_j[:n_act], minlength=n)
     for method in METHODS:
         lp, lm, _, _ = stats(z, t, y, qid, margin, method)
         np.testing.assert_array_equal(lp, exp_plus)
@@ -291,6 +291,168 @@ def test_helpers_equal_py_func(seed):
 
 
 # --------------------------------------------------------------------------
+# the fused Hessian kernel and the small-query sort
+# --------------------------------------------------------------------------
+
+
+def fused_inputs(z, y, qid, margin):
+    """Grouping, levels, sort and (brute-force) counts for the fused kernel."""
+    g = group_queries(qid)
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    lp, lm, _, _ = brute_force(z, np.zeros(len(z)), y, qid, margin)
+    return g, level, nlev, perm, lp, lm
+
+
+def run_fused(f, z, t, level, nlev, perm, g, margin, lp, lm):
+    out = np.full(len(z), np.nan)
+    f(z, t, level, nlev, perm, g.order, g.indptr, margin, lp, lm, out)
+    return out
+
+
+def unfused_selection_tree(z, t, level, nlev, perm, g, margin):
+    """The previous Hessian path: centre, sv-stats kernel, NumPy assembly."""
+    n = len(z)
+    tc = np.empty(n)
+    kos.center_per_query(t, g.order, g.indptr, tc)
+    lp, lm = np.empty(n, np.int64), np.empty(n, np.int64)
+    gp, gm = np.empty(n), np.empty(n)
+    kos.sv_stats_selection_tree(z, tc, level, nlev, perm, g.indptr, margin,
+                                lp, lm, gp, gm)
+    return 2.0 * ((lp + lm) * tc - gp - gm)
+
+
+@PROPERTY
+@given(instances())
+def test_fused_hess_equals_brute_force(inst):
+    """hess_dz_selection_tree vs the O(n^2) statistics and vs explicit pairs.
+
+    Tolerances: against brute-force statistics of the same centred ``t``
+    only the summation order of ``gamma`` differs (tree nodes vs a running
+    sum), an error below (#terms) eps max|tc| per entry, so rtol 1e-12 with
+    atol 1e-12 * scale, scale = max(1, max(l^+ + l^-) max|tc|).  Against
+    the pair formula on the raw ``t`` the centring also changes the
+    rounding: 1e-10 * scale, as the backend tests.
+    """
+    z, t, y, qid, margin = inst
+    g, level, nlev, perm, lp, lm = fused_inputs(z, y, qid, margin)
+    got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
+                    margin, lp, lm)
+    assert np.all(np.isfinite(got))
+    tc = np.empty(len(z))
+    kos.center_per_query(t, g.order, g.indptr, tc)
+    blp, blm, bgp, bgm = brute_force(z, tc, y, qid, margin)
+    ref = 2.0 * ((blp + blm) * tc - bgp - bgm)
+    scale = max(1.0, float(np.max((blp + blm) * np.abs(tc), initial=0.0)))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * scale)
+    # independent: 2 sum over active pairs (e_i - e_j)(t_i - t_j), raw t
+    pairs = preference_pairs(y, qid, require_pairs=False)
+    act = margin - (z[pairs.i] - z[pairs.j]) > 0.0
+    d = 2.0 * (t[pairs.i] - t[pairs.j])[act]
+    n = len(z)
+    ref2 = (np.bincount(pairs.i[act], d, n) - np.bincount(pairs.j[act], d, n))
+    scale2 = max(1.0, float(np.max((blp + blm) * np.abs(t), initial=0.0)))
+    np.testing.assert_allclose(got, ref2, rtol=1e-10, atol=1e-10 * scale2)
+
+
+@PROPERTY
+@given(instances())
+def test_fused_hess_equals_unfused_and_py_func(inst):
+    """Same operations in the same order as the unfused selection-tree path:
+    equal bit for bit (signed zeros aside); vs py_func rtol 1e-12 (STYLE)."""
+    z, t, y, qid, margin = inst
+    g, level, nlev, perm, lp, lm = fused_inputs(z, y, qid, margin)
+    got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
+                    margin, lp, lm)
+    np.testing.assert_array_equal(
+        got, unfused_selection_tree(z, t, level, nlev, perm, g, margin)
+    )
+    py = run_fused(kos.hess_dz_selection_tree.py_func, z, t, level, nlev, perm,
+                   g, margin, lp, lm)
+    np.testing.assert_allclose(got, py, rtol=1e-12, atol=1e-300)
+
+
+def test_fused_hess_single_document_and_single_level_queries():
+    # query 7: one document; query 3: one label (zeros); query 5: pairs
+    qid = np.array([7, 3, 5, 3, 5, 3, 5])
+    y = np.array([2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 1.0])
+    z = np.array([0.0, 5.0, 1.0, -5.0, 1.0, 0.0, 2.0])
+    t = np.arange(1.0, 8.0)
+    g, level, nlev, perm, lp, lm = fused_inputs(z, y, qid, 1.0)
+    got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
+                    1.0, lp, lm)
+    np.testing.assert_array_equal(got[[0, 1, 3, 5]], 0.0)
+    # query 5 = docs 2, 4, 6 with y = 0, 2, 1 and z = 1, 1, 2: active pairs
+    # (4, 2) [r = 1], (4, 6) [r = 2], (6, 2) [r = 0: not active]
+    expected = np.zeros(7)
+    for i, j in [(4, 2), (4, 6)]:
+        expected[i] += 2 * (t[i] - t[j])
+        expected[j] -= 2 * (t[i] - t[j])
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_hess_many_levels_deep_tree():
+    """One query, 3,000 distinct levels: the branch-free sibling index
+    reaches the last leaf (2p - 1) and slot 0."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    y = rng.permutation(n).astype(np.float64)
+    z = np.round(rng.normal(size=n) * 3, 1)
+    t = rng.normal(size=n)
+    qid = np.zeros(n, dtype=np.int64)
+    g = group_queries(qid)
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(n, dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    act = (y[:, None] > y[None, :]) & (1.0 - (z[:, None] - z[None, :]) > 0)
+    lp, lm = act.sum(0), act.sum(1)
+    got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
+                    1.0, lp, lm)
+    tc = t - t.mean()
+    ref = 2.0 * ((lp + lm) * tc - act.T @ tc - act @ tc)
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+    np.testing.assert_array_equal(
+        got, unfused_selection_tree(z, t, level, nlev, perm, g, 1.0)
+    )
+
+
+@PROPERTY
+@given(instances(max_queries=4, max_docs=80), st.booleans())
+def test_sort_by_score_stable_and_equal_to_py_func(inst, tie_heavy):
+    """Insertion sort (<= SMALL_QUERY docs) and mergesort (longer queries)
+    both give NumPy's stable argsort: equal scores keep ``order``'s order."""
+    z, _, _, qid, _ = inst
+    if tie_heavy:
+        z = np.floor(z)
+    g = group_queries(qid)
+    perm = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    for q in range(len(g.indptr) - 1):
+        idx = g.order[g.indptr[q]:g.indptr[q + 1]]
+        expected = idx[np.argsort(z[idx], kind="stable")]
+        np.testing.assert_array_equal(perm[g.indptr[q]:g.indptr[q + 1]], expected)
+    p2 = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score.py_func(z, g.order, g.indptr, p2)
+    np.testing.assert_array_equal(perm, p2)
+
+
+@pytest.mark.parametrize("m", [1, 2, kos.SMALL_QUERY, kos.SMALL_QUERY + 1, 100])
+def test_sort_by_score_ties_and_nan_both_paths(m):
+    """All-equal scores keep input order; NaN goes last, as numba's and
+    NumPy's float sorts put it (inputs are validated finite, but the two
+    sorting paths must not disagree even then)."""
+    rng = np.random.default_rng(m)
+    qid = np.zeros(m, dtype=np.int64)
+    g = group_queries(qid)
+    for z in (np.zeros(m), rng.integers(0, 3, m).astype(float),
+              np.where(rng.random(m) < 0.2, np.nan, rng.integers(0, 3, m))):
+        perm = np.empty(m, dtype=np.int64)
+        kos.sort_by_score(z, g.order, g.indptr, perm)
+        np.testing.assert_array_equal(perm, np.argsort(z, kind="stable"))
+
+
+# --------------------------------------------------------------------------
 # the loss backend vs explicit pairs
 # --------------------------------------------------------------------------
 
@@ -370,6 +532,8 @@ def test_invalid_inputs_raise_before_numba():
         sv_statistics(z, z, z, g.order, g.indptr, margin=np.inf)
     with pytest.raises(DataError, match="method"):
         _TreeBackend(None, 3, 1.0, z, g, method="rbtree")
+    with pytest.raises(DataError, match="t must have shape"):
+        _TreeBackend(None, 3, 1.0, z, g).hess_dz(np.zeros(2))
 
 
 def test_avl_insert_stays_balanced():

@@ -26,7 +26,10 @@ above ``y_i`` (``Larger``, eq. 26); sweep downwards for the levels below
 Both cost O(l_q log l_q) for the sort plus O(l_q log k_q) per query (eq. 29).
 The helpers :func:`label_levels`, :func:`sort_by_score` and
 :func:`center_per_query` prepare the inputs shared with
-:mod:`refimpl.kernels.direct_count`.
+:mod:`refimpl.kernels.direct_count`.  :func:`hess_dz_selection_tree` is
+the fused form used for Hessian-vector products, where the sort and the
+counts ``l^+-`` of the last function evaluation are reused and only the
+sums ``gamma^+-`` change.
 
 Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 """
@@ -73,22 +76,61 @@ def label_levels(y, order, indptr, level, nlev):
         nlev[q] = r + 1
 
 
+#: Queries with at most this many documents are sorted by insertion sort in
+#: a preallocated buffer (no allocation per query; LETOR queries are small);
+#: longer ones by ``np.argsort(kind="mergesort")``.
+SMALL_QUERY = 32
+
+
+@njit(cache=True)
+def _lt(a, b):
+    """``a < b`` with NaN last: numba's comparison for sorting floats."""
+    return a < b or (np.isnan(b) and not np.isnan(a))
+
+
 @njit(cache=True)
 def sort_by_score(z, order, indptr, perm):
     """Sort the documents of every query by increasing score (stable).
 
     ``perm[indptr[q]:indptr[q + 1]]`` receives the original indices of query
-    ``q``'s documents in increasing ``z`` order (step 2 of Algorithm 2).
+    ``q``'s documents in increasing ``z`` order (step 2 of Algorithm 2);
+    equal scores keep their order in ``order``.
+
+    Queries of at most :data:`SMALL_QUERY` documents are insertion-sorted
+    into ``perm`` with their scores in a preallocated buffer; longer ones go
+    through ``np.argsort(kind="mergesort")`` of a gathered copy.  Both are
+    stable with the same comparison (NaN last, as numba's float sort), and
+    a stable sort's permutation is unique, so the result does not depend on
+    the threshold.
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
+    lmax = 0
+    for q in range(len(indptr) - 1):
+        lmax = max(lmax, indptr[q + 1] - indptr[q])
+    zb = np.empty(lmax, dtype=np.float64)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
-        idx = order[lo:hi]
-        s = np.argsort(z[idx], kind="mergesort")
-        for a in range(hi - lo):
-            perm[lo + a] = idx[s[a]]
+        n = hi - lo
+        if n > SMALL_QUERY:
+            for a in range(n):
+                zb[a] = z[order[lo + a]]
+            s = np.argsort(zb[:n], kind="mergesort")
+            for a in range(n):
+                perm[lo + a] = order[lo + s[a]]
+            continue
+        # insertion sort; shifting only past strictly larger keys is stable
+        for a in range(n):
+            j = order[lo + a]
+            v = z[j]
+            b = a - 1
+            while b >= 0 and _lt(v, zb[b]):
+                zb[b + 1] = zb[b]
+                perm[lo + b + 1] = perm[lo + b]
+                b -= 1
+            zb[b + 1] = v
+            perm[lo + b + 1] = j
 
 
 @njit(cache=True)
@@ -240,6 +282,131 @@ def sv_stats_selection_tree(
                 m //= 2
             l_minus[i] = c
             g_minus[i] = s
+
+
+@njit(cache=True)
+def hess_dz_selection_tree(
+    z, t, level, nlev, perm, order, indptr, margin, l_plus, l_minus, out
+):
+    """Hessian product in score space, ``out = 2 A_w^T A_w t``, in one pass.
+
+    The fused form of :func:`center_per_query`, :func:`sv_stats_selection_tree`
+    and the assembly of eq. 17 for a Hessian-vector product, where the
+    active set (the scores ``z``, their order ``perm`` and the counts
+    ``l^+-``) is fixed by the last function evaluation and only the sums
+    ``gamma^+-(t)`` are new.  Per query: ``t`` is centred (its mean taken in
+    ``order`` order, as :func:`center_per_query` does); ``z``, centred
+    ``t`` and ``level`` are gathered in score order into contiguous
+    buffers; the two sweeps of Algorithm 2 keep a selection tree of sums
+    only (no counts) and query it branch-free (a node's sibling, or the
+    always-zero slot 0 of the implicit array when the sibling is not on the
+    wanted side); then
+
+        out_i = 2 [(l_i^+ + l_i^-) tc_i - gamma_i^+ - gamma_i^-]
+
+    is written in place.  O(l_q log k_q) per query after the sort; the only
+    scratch is a tree of ``2 p`` sums and four buffers of the longest
+    query's length, allocated once per call.
+
+    Parameters
+    ----------
+    z : ndarray of float64, shape (n,)
+        Scores ``X w`` of the last function evaluation (decide SV(w)).
+    t : ndarray of float64, shape (n,)
+        ``X v``, raw (centred here).
+    level, nlev, perm, indptr, margin
+        As in :func:`sv_stats_selection_tree`; ``perm`` must be the sort of
+        ``z`` (:func:`sort_by_score`).
+    order : ndarray of int64, shape (n,)
+        Query grouping (``order[indptr[q]:indptr[q + 1]]``: query ``q``).
+    l_plus, l_minus : ndarray of int64, shape (n,)
+        The counts ``l^+-`` at ``z`` (from :func:`sv_stats_selection_tree`
+        or any method: they are exact integers).
+    out : ndarray of float64, shape (n,)
+        Output ``2 A_w^T A_w t``; 0 for documents of one-level queries.
+
+    Notes
+    -----
+    The floating-point operations are those of the unfused sequence, in
+    the same order (same mean, same insertions into the same tree nodes,
+    same assembly ``((l^+ + l^-) tc - gamma^+) - gamma^-``; the skipped
+    siblings add an exact ``+0.0``), so the result equals it bit for bit
+    (up to the sign of zeros; numba contracts no ``a * b - c`` into an FMA
+    without ``fastmath``), which ``tests/test_ostree.py`` checks.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax = 1
+    lmax = 0
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+        lmax = max(lmax, indptr[q + 1] - indptr[q])
+    pmax = 1
+    while pmax < kmax:
+        pmax *= 2
+    tsum = np.zeros(2 * pmax)  # tsum[0] stays 0: the "no sibling" slot
+    zb = np.empty(lmax)
+    tb = np.empty(lmax)
+    lb = np.empty(lmax, dtype=np.int64)
+    gb = np.empty(lmax)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        n = hi - lo
+        k = nlev[q]
+        if k <= 1:  # no pairs: A_w has no row in this query
+            for a in range(lo, hi):
+                out[order[a]] = 0.0
+            continue
+        s = 0.0
+        for a in range(lo, hi):
+            s += t[order[a]]
+        mean = s / n
+        for a in range(n):
+            j = perm[lo + a]
+            zb[a] = z[j]
+            tb[a] = t[j] - mean
+            lb[a] = level[j]
+        p = 1
+        while p < k:
+            p *= 2
+        # ---- gamma^+ : increasing z, right siblings met from a left child --
+        tsum[1 : 2 * p] = 0.0
+        b = 0
+        for a in range(n):
+            zi = zb[a]
+            while b < n and margin - (zb[b] - zi) > 0.0:
+                m = p + lb[b]
+                tj = tb[b]
+                while m >= 1:
+                    tsum[m] += tj
+                    m >>= 1
+                b += 1
+            g = 0.0
+            m = p + lb[a]
+            while m > 1:  # m even: sibling m + 1; m odd: slot 0
+                g += tsum[(m + 1) * (1 - (m & 1))]
+                m >>= 1
+            gb[a] = g
+        # ---- gamma^- : decreasing z, left siblings met from a right child --
+        tsum[1 : 2 * p] = 0.0
+        b = n - 1
+        for a in range(n - 1, -1, -1):
+            zi = zb[a]
+            while b >= 0 and margin - (zi - zb[b]) > 0.0:
+                m = p + lb[b]
+                tj = tb[b]
+                while m >= 1:
+                    tsum[m] += tj
+                    m >>= 1
+                b -= 1
+            g = 0.0
+            m = p + lb[a]
+            while m > 1:  # m odd: sibling m - 1; m even: slot 0
+                g += tsum[(m - 1) * (m & 1)]
+                m >>= 1
+            i = perm[lo + a]
+            out[i] = 2.0 * (((l_plus[i] + l_minus[i]) * tb[a] - gb[a]) - g)
 
 
 # --------------------------------------------------------------------------

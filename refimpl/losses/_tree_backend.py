@@ -14,7 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import DataError
-from ..kernels.ostree import center_per_query, sort_by_score
+from ..kernels.ostree import (
+    center_per_query,
+    hess_dz_selection_tree,
+    sort_by_score,
+)
 from ..sv_stats import KERNELS, METHODS, query_levels
 
 
@@ -56,6 +60,20 @@ class _TreeBackend:
     sort ``perm`` and ``l^+-``; :meth:`hess_dz` reuses them (the active set
     of the last :meth:`value_dz`, as LIBLINEAR's ``Hv`` does).
     :meth:`value` leaves the cache untouched.
+
+    Hessian products take two paths.  With ``method="selection_tree"`` (the
+    default) :meth:`hess_dz` is one fused kernel,
+    :func:`refimpl.kernels.ostree.hess_dz_selection_tree`: per query it
+    centres ``t``, walks the cached sort with a selection tree of sums only
+    (the counts are cached) and writes the product in place.  The other
+    methods (``"avl"``, ``"direct"``, ``"prsvm"``) are kept as the baselines
+    of the book's comparison (Lee & Lin sections 2.3-3.1) and take the
+    general path: centre, run the method's sv-stats kernel (counts and
+    sums), assemble eq. 17 with NumPy.  The fused kernel repeats the
+    floating-point operations of the general path with the selection tree
+    in the same order, so it returns the same numbers bit for bit; but
+    timings of ``"selection_tree"`` against the other methods now include
+    the fusion, not only the data structure.
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
@@ -131,8 +149,17 @@ class _TreeBackend:
         (eq. 17); zero before any :meth:`value_dz`, like the pair backends.
         """
         t = np.ascontiguousarray(t, dtype=np.float64)
+        if t.shape != (self.n,):
+            raise DataError(f"t must have shape ({self.n},), got {t.shape}")
         if self.z is None:
             return np.zeros_like(t)
+        if self.method == "selection_tree":
+            out = np.empty(self.n)
+            hess_dz_selection_tree(self.z, t, self.level, self.nlev, self.perm,
+                                   self.order, self.indptr, self.margin,
+                                   self.l_plus, self.l_minus, out)
+            return out
+        # general path (baselines): centre, counts and sums, assemble
         tc = self._centered(t)
         self._kernel(self.z, tc, self.level, self.nlev, self.perm, self.indptr,
                      self.margin, self._lp, self._lm, self._gp, self._gm)

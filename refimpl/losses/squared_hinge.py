@@ -29,13 +29,34 @@ from ._tree_backend import _TreeBackend
 BACKENDS = ("auto", "pairs", "numpy", "tree")
 
 #: ``backend="auto"`` uses the tree once there are more pairs than this many
-#: per document: explicit pairs cost O(p) time and memory per call, the tree
-#: O(l log l) (see benchmarks/bench_hessvec.py for the measured crossover).
-AUTO_TREE_PAIRS_PER_DOC = 32
+#: per document: explicit pairs cost O(p) time per value+grad, O(|SV(w)|) per
+#: Hessian product and 24 bytes of memory per pair (int64 pair indices plus
+#: the int32 active list), the tree O(l log l) and O(l log k) with O(l) memory.
+#: Measured crossover for one TRON iteration (1 value+grad + 5 hess_vec),
+#: ``benchmarks/bench_hessvec.py`` part [3] (60,000 documents, 46 features,
+#: 3 and 5 levels, OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, 2-core machine),
+#: with the fused selection-tree Hessian and the compacted active pair list:
+#: 46.2 and 54.5 pairs per document (3 and 5 levels), a repeat with
+#: ``--rounds 5`` 54.6 and 45.6; mean ~50, nearest power of two 64.  (Before
+#: those two changes the same benchmark gave 13.0 and 20.4, i.e. 16.)
+AUTO_TREE_PAIRS_PER_DOC = 64
+
+#: ``backend="auto"`` also uses the tree whenever the explicit pair arrays
+#: (about 24 bytes per pair) would exceed this many bytes, so that data of
+#: MSLR size (about 10^8 pairs) never allocates gigabytes of pair indices.
+AUTO_MAX_PAIR_BYTES = 512 * 2**20
+BYTES_PER_PAIR = 24
 
 
 class _PairsBackend:
-    """Explicit pair index arrays, numba loops over them (O(p) per call)."""
+    """Explicit pair index arrays, numba loops over them.
+
+    :meth:`value_dz` is O(p); it also compacts the active pairs SV(w) into
+    the preallocated ``act_i``, ``act_j`` (int32 when the document indices
+    fit, so 8 bytes per pair on top of the 16 of ``pi``, ``pj``), and
+    :meth:`hess_dz` loops over those ``n_act`` pairs only, O(|SV(w)|), as
+    LIBLINEAR's ``Hv`` loops over its index set ``I``.
+    """
 
     name = "pairs"
 
@@ -43,10 +64,15 @@ class _PairsBackend:
         self.pi, self.pj = pairs.i, pairs.j
         self.margin = margin
         self.dz = np.empty(n_samples)
-        self.active = np.zeros(len(self.pi), dtype=np.uint8)
+        small = n_samples <= np.iinfo(np.int32).max
+        idx = np.int32 if small else np.int64
+        self.act_i = np.empty(len(self.pi), dtype=idx)
+        self.act_j = np.empty(len(self.pi), dtype=idx)
+        self.n_act = 0
 
     def value_dz(self, z):
-        value = _k.value_dz(z, self.pi, self.pj, self.margin, self.dz, self.active)
+        value, self.n_act = _k.value_dz(z, self.pi, self.pj, self.margin,
+                                        self.dz, self.act_i, self.act_j)
         return value, self.dz
 
     def value(self, z):
@@ -54,11 +80,11 @@ class _PairsBackend:
 
     def hess_dz(self, t):
         out = np.empty_like(t)
-        _k.hess_dz(t, self.pi, self.pj, self.active, out)
+        _k.hess_dz(t, self.act_i, self.act_j, self.n_act, out)
         return out
 
     def n_active(self):
-        return int(self.active.sum())
+        return int(self.n_act)
 
 
 class _NumpyBackend:
@@ -98,8 +124,17 @@ _BACKEND_CLASSES = {"pairs": _PairsBackend, "numpy": _NumpyBackend}
 
 
 def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
-    """The backend ``"auto"`` resolves to (explicit pairs or the tree)."""
-    if which != "all" or n_pairs <= AUTO_TREE_PAIRS_PER_DOC * n_samples:
+    """The backend ``"auto"`` resolves to (explicit pairs or the tree).
+
+    Partial pairs need explicit pairs.  Otherwise the tree is used above
+    ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document (the measured crossover)
+    or when the pair arrays would need more than ``AUTO_MAX_PAIR_BYTES``.
+    """
+    if which != "all":
+        return "pairs"
+    if n_pairs * BYTES_PER_PAIR > AUTO_MAX_PAIR_BYTES:
+        return "tree"
+    if n_pairs <= AUTO_TREE_PAIRS_PER_DOC * n_samples:
         return "pairs"
     return "tree"
 
@@ -124,7 +159,8 @@ class PairwiseSquaredHinge:
         order-statistic-tree statistics (O(l log l) per function and
         O(l log k) per Hessian-vector product, no pair arrays at all);
         ``"auto"``: the tree when there are more than
-        ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document, else explicit pairs.
+        ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document or when the pair
+        arrays would exceed ``AUTO_MAX_PAIR_BYTES``, else explicit pairs.
     tree_method : {"selection_tree", "avl", "direct", "prsvm"}
         The structure the tree backend uses (Lee & Lin sections 2.2-2.4, and
         the PRSVM+ decomposition of section 3.1 as a baseline).
