@@ -477,7 +477,7 @@ class FSMRank(_LinearRanker):
         Weight of the importance-weighted l1 term (>= 0).
     importance : {"pearson", "uniform"}, default "pearson"
         ``s_i = |PC(h_i, y)|`` (floored at
-        :data:`refimpl.fsmrank.IMPORTANCE_FLOOR`), or ``s = 1`` (Table III's
+        ``refimpl.fsmrank.IMPORTANCE_FLOOR``), or ``s = 1`` (Table III's
         ``S^1``).
     similarity : {"pearson", "identity"}, default "pearson"
         ``A_ij = |PC(h_i, h_j)|``, or ``A = I`` (the ablation of Section
@@ -684,7 +684,7 @@ class GASRanker(_LinearRanker):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features_in_,)
+    coef_ : ndarray of shape (n_features,)
         RankSVM weights on the selected features, 0 elsewhere.
     selected_ : ndarray of int64
         Selected features in the order GAS picked them.
@@ -745,7 +745,7 @@ class FSMSVM(_LinearRanker):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features_in_,)
+    coef_ : ndarray of shape (n_features,)
         RankSVM weights on the selected features, 0 elsewhere.
     selected_ : ndarray of int64
         The ``t`` features, by decreasing ``|FSMRank weight|``.
