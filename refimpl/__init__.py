@@ -9,8 +9,9 @@ metrics   NDCG@k, mean NDCG, MAP, P@k, pairwise accuracy, Kendall's tau,
 losses    the pairwise squared hinge loss (value, gradient, Hessian-vector),
           with explicit-pair and order-statistic-tree backends
 sv_stats  Lee & Lin's per-document support-vector statistics (trees, counting)
-solvers   TRON (trust-region Newton)
-estimators  scikit-learn-style RankSVM
+nonconvex concave sparsity penalties (log, MCP, lp, SCAD) for reweighted l1
+solvers   TRON, FenchelRank, FISTA, reweighted l1, subgradient baselines
+estimators  scikit-learn-style RankSVM, FenchelRank, SparseRankSVM, FSMRank
 """
 
 from . import (
@@ -19,6 +20,7 @@ from . import (
     fsmrank,
     losses,
     metrics,
+    nonconvex,
     pairs,
     penalties,
     solvers,
@@ -48,5 +50,6 @@ __all__ = [
     "data",
     "losses",
     "metrics",
+    "nonconvex",
     "pairs",
 ]

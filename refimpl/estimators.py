@@ -29,10 +29,12 @@ from .fsmrank import (
 from .losses import L2Regularized, PairwiseSquaredHinge
 from .losses.squared_hinge import BACKENDS
 from .metrics import mean_ndcg
+from .nonconvex import make_concave_penalty
 from .pairs import PAIR_SETS
 from .penalties import L1, NonNegWeightedL1, WeightedL1
 from .solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
 from .solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
+from .solvers.reweighted import reweighted_l1
 from .solvers.tron import tron
 
 
@@ -308,12 +310,14 @@ def _weighted_l1_penalty(estimator, n_features):
 
 
 #: ``penalty=`` name -> factory ``(estimator, n_features) -> penalty object``
-#: for :class:`SparseRankSVM`; a reweighted (DC) scheme adds entries here.
+#: for the convex penalties of :class:`SparseRankSVM` (one FISTA solve).
 SPARSE_PENALTIES = {"l1": _l1_penalty, "weighted_l1": _weighted_l1_penalty}
+#: The non-convex penalties of :class:`SparseRankSVM`, solved by reweighted l1.
+NONCONVEX_PENALTIES = ("log", "mcp", "lp", "scad")
 
 
 class SparseRankSVM(_LinearRanker):
-    """Sparse L2-loss linear RankSVM (RankSVM-l1), trained by FISTA.
+    """Sparse L2-loss linear RankSVM: RankSVM-l1 by FISTA, non-convex penalties by reweighted l1.
 
     Minimises eq. 7 of Laporte, Flamary, Canu, Déjean & Mothe (2014),
 
@@ -331,6 +335,14 @@ class SparseRankSVM(_LinearRanker):
     mapping has dropped to ``tol`` times its value at 0:
     ``||G_L(z_k)|| <= tol ||G_L(0)||``.
 
+    With ``penalty`` one of ``"log"``, ``"mcp"``, ``"lp"``, ``"scad"`` the
+    ``||w||_1`` term becomes ``sum_j g(|w_j|)`` (eq. 2 scaled by ``C``, see
+    :mod:`refimpl.nonconvex`) and the problem is solved by
+    :func:`refimpl.solvers.reweighted_l1` (Algorithm 2): a first RankSVM-l1
+    solve, then weighted-l1 solves with ``beta_j = g'(|w_j|)`` (eq. 13,
+    Table II), each warm-started at the previous solution, at most
+    ``max_outer`` of them.
+
     Proposition 1 of the paper bounds the Lipschitz constant of the loss
     gradient by ``sum_P ||x_i - x_j||^2``; the factor 2 of the gradient is
     missing there (the correct Frobenius bound is ``2 C sum_P ||x_i -
@@ -342,14 +354,33 @@ class SparseRankSVM(_LinearRanker):
     ----------
     C : float, default 1.0
         Loss weight (> 0).
-    penalty : {"l1", "weighted_l1"}, default "l1"
-        Key of :data:`SPARSE_PENALTIES`.
+    penalty : {"l1", "weighted_l1", "log", "mcp", "lp", "scad"}, default "l1"
+        The sparsity penalty.
     weights : array-like of shape (n_features,), optional
         ``beta_j >= 0`` of eq. 12; required for ``"weighted_l1"``.
+    eps : float, optional
+        Smoothing of ``"log"`` (default 0.1, the paper's) and ``"lp"``
+        (default 1e-3, see :class:`refimpl.nonconvex.LpPenalty`).
+    gamma : float, default 2.0
+        MCP concavity (the paper's).
+    p : float, default 0.5
+        Exponent of ``"lp"``.
+    a : float, default 3.7
+        SCAD shape.
+    lam : float, optional
+        The level of MCP and SCAD, where their derivative starts to fall
+        (MCP's knee is at ``gamma * lam``); default ``1 / C`` as in eq. 13
+        and Table II.
+    max_outer : int, default 30
+        Maximum number of reweighting passes (non-convex penalties).
+    tol_outer : float, default 1e-4
+        Relative change of ``w`` between passes that stops Algorithm 2.
+    warm_start : bool, default True
+        Warm-start each pass at the previous solution.
     tol : float, default 1e-6
-        Relative gradient-mapping tolerance (> 0).
+        Relative gradient-mapping tolerance (> 0) of every FISTA solve.
     max_iter : int, default 10000
-        Maximum number of FISTA iterations.
+        Maximum number of FISTA iterations per solve.
     line_search : {"backtracking", "nemirovski", "fixed"}
         Step-size rule of :func:`refimpl.solvers.apg`.
     accelerated : bool, default True
@@ -364,25 +395,43 @@ class SparseRankSVM(_LinearRanker):
     ----------
     coef_ : ndarray of shape (n_features,)
     n_iter_ : int
+        FISTA iterations (summed over passes for non-convex penalties).
+    n_outer_ : int
+        Reweighting passes (1 for the convex penalties).
     history_ : dict of ndarray
-        Per iteration: objective ``F``, ``L``, gradient-mapping norm
-        ``gmap``, cumulative ``n_fun``, ``restart``, ``time``.
+        Convex penalties: per FISTA iteration, objective ``F``, ``L``,
+        gradient-mapping norm ``gmap``, cumulative ``n_fun``, ``restart``,
+        ``time``.  Non-convex penalties: per outer iteration (entry 0 = the
+        start), the non-convex objective ``F``, ``majorizer``, ``support``,
+        ``n_inner``, ``change``, ``n_fun``, ``time``.
+    inner_history_ : list of dict of ndarray
+        Non-convex penalties only: the FISTA history of every pass.
     converged_ : bool
     objective_ : float
-        ``F(coef_)`` (eq. 7 or eq. 12).
+        ``F(coef_)`` (eq. 7, eq. 12, or ``C J_1 + sum_j g(|w_j|)``).
     lipschitz_ : float
         The final ``L`` of the line search (or the fixed constant).
     backend_ : str
 
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    Derived in: book/05_dc_reweighting.md#dc-reweighting
     """
 
-    def __init__(self, C=1.0, penalty="l1", weights=None, tol=1e-6,
-                 max_iter=10000, line_search="backtracking", accelerated=True,
-                 restart=False, backend="auto"):
+    def __init__(self, C=1.0, penalty="l1", weights=None, eps=None, gamma=2.0,
+                 p=0.5, a=3.7, lam=None, max_outer=30, tol_outer=1e-4, warm_start=True,
+                 tol=1e-6, max_iter=10000, line_search="backtracking",
+                 accelerated=True, restart=False, backend="auto"):
         self.C = C
         self.penalty = penalty
         self.weights = weights
+        self.eps = eps
+        self.gamma = gamma
+        self.p = p
+        self.a = a
+        self.lam = lam
+        self.max_outer = max_outer
+        self.tol_outer = tol_outer
+        self.warm_start = warm_start
         self.tol = tol
         self.max_iter = max_iter
         self.line_search = line_search
@@ -394,9 +443,10 @@ class SparseRankSVM(_LinearRanker):
         check_positive(self.C, "C")
         check_positive(self.tol, "tol")
         _check_max_iter(self.max_iter)
-        if not isinstance(self.penalty, str) or self.penalty not in SPARSE_PENALTIES:
+        accepted = tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES
+        if not isinstance(self.penalty, str) or self.penalty not in accepted:
             raise DataError(
-                f"penalty must be one of {tuple(SPARSE_PENALTIES)}, got {self.penalty!r}"
+                f"penalty must be one of {accepted}, got {self.penalty!r}"
             )
         if self.line_search not in LINE_SEARCHES:
             raise DataError(
@@ -404,10 +454,17 @@ class SparseRankSVM(_LinearRanker):
             )
         if self.restart not in RESTARTS:
             raise DataError(f"restart must be one of {RESTARTS}, got {self.restart!r}")
-        if not isinstance(self.accelerated, (bool, np.bool_)):
-            raise DataError(f"accelerated must be True or False, got {self.accelerated!r}")
+        for name in ("accelerated", "warm_start"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise DataError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.backend not in BACKENDS:
             raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.penalty in NONCONVEX_PENALTIES:
+            _check_max_iter(self.max_outer)
+            check_nonnegative(self.tol_outer, "tol_outer")
+            return make_concave_penalty(self.penalty, C=self.C, eps=self.eps, p=self.p,
+                                        gamma=self.gamma, a=self.a, lam=self.lam)
+        return None
 
     def _problem(self, X, y, qid):
         """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
@@ -418,7 +475,9 @@ class SparseRankSVM(_LinearRanker):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        self._validate_params()
+        concave = self._validate_params()
+        if concave is not None:
+            return self._fit_reweighted(X, y, qid, concave)
         loss, smooth, penalty = self._problem(X, y, qid)
         L0 = None
         if self.line_search in ("fixed", "nemirovski"):
@@ -433,10 +492,41 @@ class SparseRankSVM(_LinearRanker):
             raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
         self.coef_ = result.w
         self.n_iter_ = result.n_iter
+        self.n_outer_ = 1
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.inner_history_ = [self.history_]
+        self.objective_ = float(result.history["F"][-1])
+        self.lipschitz_ = float(result.history["L"][-1])
+        self.backend_ = loss.backend
+        self.n_features_in_ = loss.n_features
+        return self
+
+    def _fit_reweighted(self, X, y, qid, concave):
+        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+        smooth = ScaledSmooth(loss, float(self.C))
+        if self.line_search == "fixed":
+            # the reweighting passes share f, so one constant serves them all
+            raise DataError("line_search='fixed' is not supported with non-convex "
+                            "penalties; use 'backtracking' or 'nemirovski'")
+        result = reweighted_l1(smooth, concave, max_outer=int(self.max_outer),
+                               tol_outer=float(self.tol_outer),
+                               warm_start=bool(self.warm_start), tol=float(self.tol),
+                               max_iter=int(self.max_iter),
+                               line_search=self.line_search,
+                               accelerated=bool(self.accelerated),
+                               restart=self.restart)
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
+        self.coef_ = result.w
+        self.inner_history_ = result.details["inner"]
+        self.n_iter_ = int(sum(h["F"].size - 1 for h in self.inner_history_))
+        self.n_outer_ = result.n_iter
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
         self.objective_ = float(result.history["F"][-1])
-        self.lipschitz_ = float(result.history["L"][-1])
+        self.lipschitz_ = float(self.inner_history_[-1]["L"][-1])
+        self.penalty_ = concave
         self.backend_ = loss.backend
         self.n_features_in_ = loss.n_features
         return self

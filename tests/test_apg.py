@@ -361,7 +361,7 @@ def test_sparse_ranksvm_sklearn_conventions():
     ({"tol": 0.0}, "tol"),
     ({"max_iter": 0}, "max_iter"),
     ({"max_iter": 2.5}, "max_iter"),
-    ({"penalty": "scad"}, "penalty"),
+    ({"penalty": "elastic_net"}, "penalty"),
     ({"penalty": "weighted_l1"}, "weights"),
     ({"penalty": "weighted_l1", "weights": [1.0, 2.0]}, "weights"),
     ({"penalty": "weighted_l1", "weights": -np.ones(10)}, "weights"),

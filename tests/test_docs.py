@@ -25,6 +25,7 @@ MODULES = [
     refimpl.estimators,
     refimpl.penalties,
     refimpl.fsmrank,
+    refimpl.nonconvex,
 ]
 
 

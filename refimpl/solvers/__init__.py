@@ -9,6 +9,7 @@ objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
 from ._result import SolverResult
 from .apg import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
 from .fenchelrank import fenchelrank
+from .reweighted import dc_stationarity, reweighted_l1
 from .subgradient import projected_subgradient, truncated_gradient
 from .tron import tron
 
@@ -16,10 +17,12 @@ __all__ = [
     "ScaledSmooth",
     "SolverResult",
     "apg",
+    "dc_stationarity",
     "fenchelrank",
     "hessian_matrix",
     "lipschitz_constant",
     "projected_subgradient",
+    "reweighted_l1",
     "tron",
     "truncated_gradient",
 ]

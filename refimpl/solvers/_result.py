@@ -30,6 +30,9 @@ class SolverResult:
         for benchmarks only, never printed by library code.
     message : str
         Why the solver stopped, in words.
+    details : dict
+        Solver-specific extras that are not per-iteration traces, e.g. the
+        inner solvers' histories of :func:`refimpl.solvers.reweighted_l1`.
     """
 
     w: np.ndarray
@@ -37,6 +40,7 @@ class SolverResult:
     converged: bool
     history: dict = field(default_factory=dict)
     message: str = ""
+    details: dict = field(default_factory=dict)
 
     def as_arrays(self) -> dict:
         """The history as a dict of NumPy arrays.

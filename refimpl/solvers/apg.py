@@ -188,7 +188,7 @@ def _initial_L(smooth, w0, f0, g0):
 
 def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
         eta=2.0, restart=False, accelerated=True, tol=1e-6,
-        stop="relative_change", max_iter=10000, callback=None):
+        stop="relative_change", max_iter=10000, callback=None, gmap_ref=None):
     r"""Minimise ``F(w) = f(w) + g(w)`` by an accelerated proximal gradient method.
 
     FISTA (Beck & Teboulle 2009) with a choice of step-size rule; it is
@@ -254,6 +254,12 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
         Stopping rule above.
     max_iter : int, default 10000
         Maximum number of iterations (prox steps accepted).
+    gmap_ref : float, optional
+        Reference norm of the ``"gradient_mapping"`` test in place of
+        ``||G_{L_1}(w_0)||``.  A warm-started subproblem (the reweighted-l1
+        scheme) starts near its solution, where a test relative to its own
+        start would ask for ever more accuracy; passing the first problem's
+        cold-start norm keeps one absolute target.
     callback : callable, optional
         ``callback(w, info)`` after each iteration, ``w`` a copy of
         ``w_k``, ``info`` a dict with ``iter``, ``F``, ``L``, ``gmap``,
@@ -335,6 +341,10 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     if int(max_iter) != max_iter or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     max_iter = int(max_iter)
+    if gmap_ref is not None:
+        gmap_ref = float(gmap_ref)
+        if not (gmap_ref > 0 and math.isfinite(gmap_ref)):
+            raise ValueError(f"gmap_ref must be finite and > 0, got {gmap_ref!r}")
     if L0 is not None:
         L0 = float(L0)
         if not (L0 > 0 and math.isfinite(L0)):
@@ -398,7 +408,7 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     z = w                     # search point z_1 = w_0
     z_is_w = True             # smooth's cached state is at z (== w)
     alpha = 1.0
-    gmap0 = None
+    gmap0 = gmap_ref
     converged = False
     message = ""
     n_iter = 0
