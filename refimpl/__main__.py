@@ -1,0 +1,188 @@
+"""Command line: ``python -m refimpl run ...`` and ``python -m refimpl methods``.
+
+Derived in: book/07_side_by_side.md#side-by-side
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+
+from .exceptions import DataError, DatasetNotFoundError
+
+_EPILOG = textwrap.dedent("""\
+    examples:
+      python -m refimpl run --dataset MQ2008 --methods all --folds 1-5 --out results/
+      python -m refimpl run --dataset MQ2008 --methods fenchelrank,ranksvm \\
+          --grid fenchelrank:r=4,8,16 --folds 1 --n-jobs 2 --out results/
+      python -m refimpl run --dataset synthetic:200 --methods all --reduced --folds 1
+      python -m refimpl run --dataset MQ2008 --methods all --backend dask \\
+          --scheduler tcp://10.0.0.1:8786 --out results/
+
+    Each method is cross-validated with the grid and the validation metric of
+    its paper (python -m refimpl methods lists them).  Finished fits are cached
+    under <out>/<dataset>/cache/ and re-used by a re-run with the same data set,
+    fold, method, parameters and refimpl version.
+    """)
+
+
+def _parse_grid(items):
+    """``["fenchelrank:r=4,8", ...]`` -> ``{"fenchelrank": {"r": [4.0, 8.0]}}``."""
+    grids = {}
+    for item in items or []:
+        try:
+            head, values = item.split("=", 1)
+            method, param = head.split(":", 1)
+        except ValueError:
+            raise DataError(
+                f"--grid takes METHOD:PARAM=V1,V2,...; got {item!r}"
+            ) from None
+        parsed = []
+        for v in values.split(","):
+            v = v.strip()
+            if not v:
+                continue
+            try:
+                parsed.append(json.loads(v))
+            except ValueError:
+                parsed.append(v)
+        grids.setdefault(method.strip(), {})[param.strip()] = parsed
+    return grids
+
+
+def build_parser():
+    """The argument parser of ``python -m refimpl``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m refimpl",
+        description="Sparse Learning to Rank: reproduce the papers' experiments.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser(
+        "run", help="cross-validate methods on a data set and write tidy results",
+        description="Cross-validate methods on the folds of a data set: fit every "
+                    "grid point on the training split, select by the paper's "
+                    "validation metric, report test metrics, sparsity and time.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--dataset", required=True,
+                   help="LETOR data set under the LETOR root (e.g. MQ2008), or "
+                        "synthetic[:QUERIES[:SEED]] for the seeded synthetic data")
+    r.add_argument("--methods", required=True,
+                   help="comma-separated method names, or 'all' "
+                        "(see 'python -m refimpl methods')")
+    r.add_argument("--folds", default="1-5",
+                   help="folds to run: 1-5 (default), 1,3 or 2")
+    r.add_argument("--out", default=None,
+                   help="results directory; tables go to OUT/<dataset>/ and the "
+                        "cache to OUT/<dataset>/cache/ (default: write nothing)")
+    r.add_argument("--letor-home", default=None,
+                   help="directory holding the LETOR data sets "
+                        "(default: the LETOR_HOME environment variable)")
+    r.add_argument("--grid", action="append", metavar="METHOD:PARAM=V1,V2",
+                   help="replace one parameter's grid (repeatable), e.g. "
+                        "fenchelrank:r=4,8,16")
+    r.add_argument("--reduced", action="store_true",
+                   help="use each method's small smoke-test grid")
+    r.add_argument("--select-by", default=None, metavar="METRIC",
+                   help="validation metric for every method instead of each "
+                        "paper's (NDCG@1..10, P@1..10, MAP, MeanNDCG, "
+                        "PairwiseAccuracy)")
+    r.add_argument("--n-jobs", type=int, default=1,
+                   help="parallel workers; -1 = all cores / all dask workers "
+                        "(default 1)")
+    r.add_argument("--backend", default="loky",
+                   choices=("loky", "threading", "sequential", "dask"),
+                   help="joblib back-end (default loky: worker processes); "
+                        "dask runs on a dask.distributed cluster")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="with --backend dask: address of a running scheduler, "
+                        "e.g. tcp://10.0.0.1:8786 (default: a LocalCluster "
+                        "of N-JOBS single-threaded worker processes)")
+    r.add_argument("--refit", action="store_true",
+                   help="ignore the cache and fit every task again")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress bar and no summary table")
+    m = sub.add_parser("methods", help="list the registered methods, their grids "
+                                       "and selection metrics")
+    m.add_argument("--verbose", action="store_true",
+                   help="also print the grids and where they come from")
+    return parser
+
+
+def _print_methods(verbose):
+    from .experiments import METHODS
+
+    for method in METHODS.values():
+        kind = "linear" if method.linear else "non-linear"
+        print(f"{method.name:18s} {kind:10s} select by {method.selection_metric:9s}"
+              f" {method.description}")
+        if verbose:
+            print(f"{'':18s} grid: {dict(method.grid)}")
+            print(f"{'':18s} fixed: {dict(method.fixed)}")
+            print(textwrap.fill(method.grid_source, initial_indent=" " * 19,
+                                subsequent_indent=" " * 19, width=88))
+
+
+def _print_summary(result):
+    print(f"{'method':18s}{'NDCG@1':>8s}{'NDCG@3':>8s}{'NDCG@5':>8s}"
+          f"{'NDCG@10':>8s}{'MAP':>8s}{'sparsity':>9s}{'time s':>8s}")
+    for s in result.summary:
+        print(f"{s['method']:18s}" + "".join(
+            f"{s[f'test_{m}_mean']:8.4f}" for m in
+            ("NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "MAP"))
+            + f"{s['sparsity_mean']:9.3f}{s['fit_time_mean']:8.2f}")
+    print(f"{result.n_fitted} fitted, {result.n_cached} from cache, "
+          f"{result.n_failed} failed, {result.wall_time:.1f} s"
+          + (f"; tables in {result.out_dir}" if result.out_dir else ""))
+
+
+def main(argv=None):
+    """Entry point; returns the exit status.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+    """
+    args = build_parser().parse_args(argv)
+    if args.command == "methods":
+        _print_methods(args.verbose)
+        return 0
+    from .experiments import ExperimentConfig, run, validate_config
+
+    try:
+        config = ExperimentConfig(
+            dataset=args.dataset, methods=args.methods, folds=args.folds,
+            out=args.out, letor_home=args.letor_home,
+            grids=_parse_grid(args.grid), reduced=args.reduced,
+            select_by=args.select_by, n_jobs=args.n_jobs, backend=args.backend,
+            cache=not args.refit, progress=not args.quiet)
+        validate_config(config)
+        if args.backend == "dask":
+            from distributed import Client, LocalCluster
+
+            if args.scheduler:
+                client = Client(args.scheduler)
+            else:
+                n = args.n_jobs if args.n_jobs > 0 else None
+                client = Client(LocalCluster(n_workers=n, threads_per_worker=1,
+                                             dashboard_address=None))
+            with client:
+                result = run(config)
+        else:
+            result = run(config)
+    except (DataError, DatasetNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        _print_summary(result)
+    for row in result.tasks:
+        if row["status"] != "ok":
+            print(f"failed: {row['method']} fold {row['fold']} {row['params']}: "
+                  f"{row['error']}", file=sys.stderr)
+    return 1 if result.n_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

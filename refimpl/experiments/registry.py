@@ -1,0 +1,449 @@
+"""The methods the experiment runner knows: one :class:`Method` entry each.
+
+An entry says how to build the estimator from a parameter setting, which
+grid the paper searched, which validation metric the paper selected by,
+and how to read the features a fitted model uses.  Adding a method is one
+call of :func:`register`; the runner, the command line and the chapter
+pick it up from :data:`METHODS`.
+
+Where a paper does not state a grid (FSMRank, RankSVM-l1, the non-convex
+penalties, LambdaMART) the entry's ``grid_source`` says so and what was
+chosen instead.
+
+Derived in: book/07_side_by_side.md#side-by-side
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_ranking_data, check_X
+from ..exceptions import DataError
+
+__all__ = [
+    "METHODS",
+    "SELECTION_METRICS",
+    "LambdaMART",
+    "LinearRegressionRanker",
+    "Method",
+    "expand_grid",
+    "get_method",
+    "register",
+]
+
+#: Metrics a method can be selected by: the keys of
+#: :func:`refimpl.metrics.evaluate` with cut-offs 1..10.
+SELECTION_METRICS = tuple(
+    [f"NDCG@{k}" for k in range(1, 11)]
+    + [f"P@{k}" for k in range(1, 11)]
+    + ["MAP", "MeanNDCG", "PairwiseAccuracy"]
+)
+
+
+def _coef(estimator):
+    """``coef_`` of a linear ranker, as a float vector."""
+    return np.asarray(estimator.coef_, dtype=np.float64).ravel()
+
+
+@dataclass(frozen=True)
+class Method:
+    """One learning-to-rank method as the runner sees it.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    name : str
+        Command-line name, e.g. ``"fenchelrank"``.
+    factory : callable
+        ``factory(**fixed, **params)`` returns an unfitted estimator with
+        ``fit(X, y, qid)`` and ``predict(X)``.
+    grid : dict of str to list
+        The paper's hyper-parameter grid (every combination is fitted).
+    selection_metric : str
+        Validation metric the paper selected by (a key of
+        :data:`SELECTION_METRICS`); the largest value wins, ties go to the
+        first setting in grid order.
+    linear : bool
+        Whether the fitted model scores by ``X @ coef``; then ``coef``
+        gives the weights and the sparsity ratio counts their non-zeros.
+    paper : str
+        Bibliography key of the paper the method and protocol come from.
+    grid_source : str
+        Where the grid and the metric come from (section, table), or what
+        was chosen when the paper does not say.
+    fixed : dict
+        Settings passed to every fit (tolerances, budgets, seeds); part of
+        the cache key.
+    reduced_grid : dict, optional
+        A small grid for smoke runs (CI, the chapter); default: the first
+        value of each grid entry.
+    coef : callable, optional
+        ``coef(fitted) -> ndarray`` of input-space weights (linear methods);
+        default ``fitted.coef_``.
+    support : callable, optional
+        ``support(fitted) -> bool ndarray`` of the features a non-linear
+        model uses (LambdaMART: features with at least one split).
+    description : str
+        One line for ``python -m refimpl methods``.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    grid: Mapping[str, list]
+    selection_metric: str
+    linear: bool
+    paper: str
+    grid_source: str
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    reduced_grid: Mapping[str, list] | None = None
+    coef: Callable[[Any], np.ndarray] | None = None
+    support: Callable[[Any], np.ndarray] | None = None
+    description: str = ""
+
+    @property
+    def params(self) -> tuple:
+        """Names of the grid parameters."""
+        return tuple(self.grid)
+
+    def build(self, params):
+        """A fresh estimator for one parameter setting (``fixed`` included)."""
+        return self.factory(**{**dict(self.fixed), **dict(params)})
+
+    def weights(self, fitted):
+        """Input-space weights of a fitted linear model, else ``None``."""
+        if not self.linear:
+            return None
+        return (self.coef or _coef)(fitted)
+
+    def used_features(self, fitted):
+        """Boolean mask of the features the fitted model uses."""
+        if self.linear:
+            return self.weights(fitted) != 0
+        if self.support is None:
+            return None
+        return np.asarray(self.support(fitted), dtype=bool)
+
+
+def expand_grid(grid):
+    """Every combination of a grid, in the grid's own order.
+
+    The last parameter varies fastest; the order is that of the dict and of
+    each list, so that "first in grid order" is well defined.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    grid : dict of str to list
+
+    Returns
+    -------
+    list of dict
+        ``[{}]`` for an empty grid (one fit with the fixed settings only).
+    """
+    names = list(grid)
+    return [dict(zip(names, values))
+            for values in itertools.product(*(list(grid[n]) for n in names))]
+
+
+#: name -> :class:`Method`, in the order methods appear in tables.
+METHODS: dict = {}
+
+
+def register(method, *, replace=False):
+    """Add a :class:`Method` to :data:`METHODS`.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    method : Method
+    replace : bool, default False
+        Allow overwriting an entry of the same name.
+
+    Returns
+    -------
+    Method
+        ``method``, so that ``register`` can be used inline.
+    """
+    if not isinstance(method, Method):
+        raise DataError(f"register() takes a Method, got {type(method).__name__}")
+    if method.selection_metric not in SELECTION_METRICS:
+        raise DataError(
+            f"method {method.name!r}: selection_metric must be one of "
+            f"{', '.join(SELECTION_METRICS)}; got {method.selection_metric!r}"
+        )
+    if method.name in METHODS and not replace:
+        raise DataError(f"a method named {method.name!r} is already registered")
+    METHODS[method.name] = method
+    return method
+
+
+def get_method(name):
+    """The registered :class:`Method` called ``name``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Raises
+    ------
+    DataError
+        Unknown name; the message lists the registered ones.
+    """
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise DataError(
+            f"unknown method {name!r}; accepted: {', '.join(METHODS)}"
+        ) from None
+
+
+# --------------------------------------------------------------------------
+# Adapters: estimators without the (X, y, qid) interface
+# --------------------------------------------------------------------------
+
+
+class LinearRegressionRanker(BaseEstimator):
+    """Pointwise least squares on the labels, as a ranker (``qid`` ignored).
+
+    The "Linear Regression" learning-to-rank baseline of Pandey et al.
+    (2018, Section 5.3; RankLib's implementation there): fit
+    ``y ~ X w + b`` by ordinary least squares and rank by ``X w``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    """
+
+    def fit(self, X, y, qid=None):
+        """Least-squares fit on ``(X, y)``; returns ``self``."""
+        from sklearn.linear_model import LinearRegression
+
+        X, y, _ = check_ranking_data(X, y, qid)
+        model = LinearRegression().fit(X, y)
+        self.coef_ = np.asarray(model.coef_, dtype=np.float64)
+        self.intercept_ = float(model.intercept_)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Scores ``X @ coef_`` (the intercept does not change a ranking)."""
+        X = check_X(X)
+        return np.asarray(X @ self.coef_).ravel()
+
+
+class LambdaMART(BaseEstimator):
+    """LightGBM's LambdaMART (``LGBMRanker``, objective ``lambdarank``).
+
+    A non-linear reference (Burges 2010; Ke et al. 2017): gradient-boosted
+    regression trees fitted to the LambdaRank gradients of NDCG.  Group
+    sizes come from ``qid``; documents are sorted by query first when they
+    are not contiguous.  ``n_jobs=1`` and ``deterministic=True`` with a
+    fixed seed make a fit reproducible bit for bit.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    n_estimators, learning_rate, num_leaves, min_child_samples :
+        As in ``lightgbm.LGBMRanker``.
+    seed : int, default 0
+
+    Attributes
+    ----------
+    model_ : lightgbm.LGBMRanker
+    feature_importances_ : ndarray of int
+        Number of splits on each feature.
+    """
+
+    def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
+                 min_child_samples=20, seed=0):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.seed = seed
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        from lightgbm import LGBMRanker
+
+        X, y, groups = check_ranking_data(X, y, qid)
+        order = groups.order
+        model = LGBMRanker(
+            objective="lambdarank", n_estimators=int(self.n_estimators),
+            learning_rate=float(self.learning_rate),
+            num_leaves=int(self.num_leaves),
+            min_child_samples=int(self.min_child_samples),
+            random_state=int(self.seed), n_jobs=1, deterministic=True,
+            force_row_wise=True, verbose=-1,
+        )
+        model.fit(X[order], y[order], group=groups.sizes)
+        self.model_ = model
+        self.feature_importances_ = np.asarray(model.feature_importances_)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Scores of the boosted trees."""
+        X = check_X(X)
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
+
+
+def _lambdamart_support(fitted):
+    return fitted.feature_importances_ > 0
+
+
+# --------------------------------------------------------------------------
+# The methods of the five papers (and two references beyond them)
+# --------------------------------------------------------------------------
+
+
+def _ranksvm(**kw):
+    from ..estimators import RankSVM
+    return RankSVM(**kw)
+
+
+def _fenchelrank(**kw):
+    from ..estimators import FenchelRank
+    return FenchelRank(**kw)
+
+
+def _fsmrank(**kw):
+    from ..estimators import FSMRank
+    return FSMRank(**kw)
+
+
+def _gas_e(**kw):
+    from ..estimators import GASRanker
+    return GASRanker(**kw)
+
+
+def _fsmsvm(**kw):
+    from ..estimators import FSMSVM
+    return FSMSVM(**kw)
+
+
+def _sparse_ranksvm(**kw):
+    from ..estimators import SparseRankSVM
+    return SparseRankSVM(**kw)
+
+
+def _linreg(**kw):
+    return LinearRegressionRanker(**kw)
+
+
+def _lambdamart(**kw):
+    return LambdaMART(**kw)
+
+
+_POW2 = [2.0 ** e for e in range(-15, 11)]
+#: C grid of the sparse RankSVMs: Laporte et al. tune C "on a grid" without
+#: listing it; six decades around the values where RankSVM-l1 goes from one
+#: feature to all of them on MQ2008.
+_SPARSE_C = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
+_SELECT_T = [5, 10, 15, 20, 25, 30, 35, 40]
+
+register(Method(
+    name="ranksvm", factory=_ranksvm,
+    grid={"C": _POW2}, reduced_grid={"C": [2.0 ** -5, 1.0]},
+    selection_metric="MeanNDCG", linear=True, paper="lee2014largescale",
+    grid_source="Lee & Lin (2014), Section 4.4: C in {2^-15, ..., 2^10}, "
+                "selected by validation mean NDCG (LETOR 4.0)",
+    fixed={"tol": 1e-3},
+    description="L2-loss linear RankSVM, TRON with order-statistic trees",
+))
+register(Method(
+    name="fenchelrank", factory=_fenchelrank,
+    grid={"r": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]},
+    reduced_grid={"r": [4.0, 16.0]},
+    selection_metric="NDCG@10", linear=True, paper="lai2013fenchelrank",
+    grid_source="Lai et al. (2013a), Section 8.3: r in {1, 2, ..., 256}, "
+                "T = 1000, epsilon = 0.001, selected by validation NDCG@10",
+    fixed={"tol": 1e-3, "max_iter": 1000},
+    description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
+))
+register(Method(
+    name="fsmrank", factory=_fsmrank,
+    grid={"lambda1": [0.01, 0.1, 1.0], "lambda2": [1e-4, 1e-3, 1e-2]},
+    reduced_grid={"lambda1": [0.1], "lambda2": [1e-3]},
+    selection_metric="NDCG@10", linear=True, paper="lai2013fsmrank",
+    grid_source="Lai et al. (2013b), Section IV-C: lambda1, lambda2 'chosen "
+                "by cross-validation' (grid not given; ours: 3 x 3 decades), "
+                "T = 400; metric not given, NDCG@10 as in FenchelRank (which "
+                "Laporte et al. confirm for both)",
+    fixed={"tol": 1e-4, "max_iter": 400},
+    description="similarity + importance-weighted l1 (FSMRank), FISTA",
+))
+register(Method(
+    name="gas-e", factory=_gas_e,
+    grid={"n_features": _SELECT_T}, reduced_grid={"n_features": [10]},
+    selection_metric="MAP", linear=True, paper="lai2013fsmrank",
+    grid_source="Lai et al. (2013b), Section IV-D1 and Remark 1: t chosen "
+                "by validation MAP (values of t: ours, 5..40 by 5)",
+    fixed={"c": 0.01, "C": 1.0},
+    description="GAS feature selection, then RankSVM (GAS-E)",
+))
+register(Method(
+    name="fsmsvm", factory=_fsmsvm,
+    grid={"n_features": _SELECT_T}, reduced_grid={"n_features": [10]},
+    selection_metric="MAP", linear=True, paper="lai2013fsmrank",
+    grid_source="Lai et al. (2013b), Section IV-D1: top-t FSMRank features, "
+                "then RankSVM; t by validation MAP; FSMRank stage fixed at "
+                "lambda1 = 0.1, lambda2 = 1e-3",
+    fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
+    description="top-t FSMRank features, then RankSVM (FSMSVM)",
+))
+register(Method(
+    name="ranksvm-l1", factory=_sparse_ranksvm,
+    grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-3, 1e-2]},
+    selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
+    grid_source="Laporte et al. (2014), Section V-C: C on a grid (not "
+                "given; ours 1e-4..10), selected by validation MAP",
+    fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000},
+    description="l1-regularised L2-loss RankSVM, FISTA (RankSVM-l1)",
+))
+for _pen, _kw, _what in (
+        ("log", {"eps": 0.1}, "log penalty, epsilon = 0.1"),
+        ("mcp", {"gamma": 2.0}, "MCP, gamma = 2"),
+        ("lp", {"p": 0.5}, "l_p penalty, p = 0.5")):
+    register(Method(
+        name=f"ranksvm-{_pen}", factory=_sparse_ranksvm,
+        grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-2]},
+        selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
+        grid_source=f"Laporte et al. (2014), Section V-C: {_what} (the paper's "
+                    "values), C on a grid (ours 1e-4..10), selected by "
+                    "validation MAP; reweighted l1 (Algorithm 2)",
+        fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000,
+               "max_outer": 30},
+        description=f"RankSVM with the non-convex {_what} (reweighted l1)",
+    ))
+register(Method(
+    name="linreg", factory=_linreg, grid={}, reduced_grid={},
+    selection_metric="MAP", linear=True, paper="pandey2018liferank",
+    grid_source="Pandey et al. (2018), Section 5.3: pointwise linear "
+                "regression baseline (no hyper-parameter)",
+    description="ordinary least squares on the labels (pointwise)",
+))
+register(Method(
+    name="lambdamart", factory=_lambdamart,
+    grid={"n_estimators": [100, 300], "num_leaves": [7, 31],
+          "learning_rate": [0.05, 0.1]},
+    reduced_grid={"n_estimators": [50], "num_leaves": [7],
+                  "learning_rate": [0.1]},
+    selection_metric="NDCG@10", linear=False, paper="burges2010ranknet",
+    grid_source="beyond the papers: LightGBM LGBMRanker (lambdarank); small "
+                "grid of ours, selected by validation NDCG@10",
+    fixed={"min_child_samples": 20, "seed": 0},
+    support=_lambdamart_support,
+    description="LightGBM LambdaMART (non-linear reference)",
+))

@@ -1,0 +1,172 @@
+"""Reading the runner's tables back and setting them beside the papers.
+
+Derived in: book/07_side_by_side.md#side-by-side
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from ..exceptions import DataError
+
+__all__ = ["load_results", "paired_ttest", "paper_comparison", "read_csv"]
+
+
+def _parse(value):
+    if value == "":
+        return None
+    if value in ("True", "False"):
+        return value == "True"
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def read_csv(path):
+    """A CSV file as a list of dicts, numbers and booleans parsed.
+
+    Empty cells become ``None``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+    """
+    with open(path, newline="") as f:
+        return [{k: _parse(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def load_results(path):
+    """The tables one run wrote into ``<out>/<dataset>/``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data-set directory (holding ``run.json``).
+
+    Returns
+    -------
+    dict
+        ``"tasks"``, ``"selected"``, ``"summary"``, ``"per_query"`` (lists
+        of dicts) and ``"run"`` (the parsed ``run.json``).
+    """
+    path = Path(path)
+    if not (path / "run.json").is_file():
+        raise DataError(f"{path} holds no run.json: not a results directory of run()")
+    out = {name: read_csv(path / f"{name}.csv")
+           for name in ("tasks", "selected", "summary", "per_query")}
+    with open(path / "run.json") as f:
+        out["run"] = json.load(f)
+    return out
+
+
+def paired_ttest(per_query, method_a, method_b, metric="AP"):
+    """Two-sided paired t-test between two methods over test queries.
+
+    Each query is in the test split of exactly one fold, so pooling the
+    folds gives one pair of values per query.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    per_query : list of dict
+        Rows of ``per_query.csv``.
+    method_a, method_b : str
+    metric : str, default "AP"
+        ``"AP"`` or ``"NDCG@k"`` with k in 1, 3, 5, 10.
+
+    Returns
+    -------
+    (float, float, float, int)
+        Mean difference (a - b), t statistic, p-value and number of queries.
+    """
+    def values(method):
+        rows = {(r["fold"], r["qid"]): r[metric] for r in per_query
+                if r["method"] == method}
+        if not rows:
+            raise DataError(f"no per-query results for method {method!r}")
+        return rows
+
+    a, b = values(method_a), values(method_b)
+    keys = sorted(set(a) & set(b))
+    if len(keys) < 2:
+        raise DataError(f"{method_a!r} and {method_b!r} share fewer than 2 queries")
+    va = np.array([a[k] for k in keys], dtype=float)
+    vb = np.array([b[k] for k in keys], dtype=float)
+    diff = va - vb
+    if np.all(diff == diff[0]):
+        return float(diff[0]), float("nan"), float("nan") if diff[0] else 1.0, len(keys)
+    res = stats.ttest_rel(va, vb)
+    return float(diff.mean()), float(res.statistic), float(res.pvalue), len(keys)
+
+
+def _ours(row, summary, selected, tasks):
+    """Our value for one paper row, with its standard error over folds."""
+    metric = row["metric"]
+    col = metric if metric in ("sparsity", "sparsity_all", "fit_time", "nnz") \
+        else f"test_{metric}"
+    folds = str(row.get("folds") or "1-5")
+    wanted = {1} if folds == "1" else {1, 2, 3, 4, 5}
+    params = row.get("params")
+    if params:
+        want = json.loads(params)
+        pool = [t for t in tasks if t["method"] == row["method"]
+                and t["status"] == "ok"
+                and all(json.loads(t["params"]).get(k) == v for k, v in want.items())]
+    else:
+        pool = [s for s in selected if s["method"] == row["method"]]
+    pool = [r for r in pool if r["fold"] in wanted]
+    vals = np.array([r[col] for r in pool if r.get(col) is not None], dtype=float)
+    if vals.size == 0:
+        return None, None, 0
+    se = float(np.std(vals, ddof=1) / math.sqrt(vals.size)) if vals.size > 1 else None
+    return float(vals.mean()), se, int(vals.size)
+
+
+def paper_comparison(results, paper_values, dataset=None):
+    """Our numbers beside the papers', one row per reported value.
+
+    For a paper row with ``folds = "1"`` our fold-1 value is used; with a
+    ``params`` entry (JSON), the mean over folds of the tasks with those
+    parameters (e.g. LifeRank at k = 10) instead of the selected models.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`load_results`.
+    paper_values : list of dict
+        Rows of ``results/paper_values.csv``.
+    dataset : str, optional
+        Default: the run's data set.
+
+    Returns
+    -------
+    list of dict
+        The paper row plus ``ours``, ``ours_se`` (standard error over
+        folds), ``n_folds`` and ``diff = ours - paper``; methods not in the
+        run are left out.
+    """
+    dataset = dataset or results["run"]["dataset"]
+    present = {s["method"] for s in results["summary"]}
+    out = []
+    for row in paper_values:
+        if row["dataset"] != dataset or row["method"] not in present:
+            continue
+        ours, se, n = _ours(row, results["summary"], results["selected"],
+                            results["tasks"])
+        out.append({**row, "ours": ours, "ours_se": se, "n_folds": n,
+                    "diff": None if ours is None else ours - float(row["value"])})
+    return out
