@@ -1,6 +1,6 @@
 """Experiments: every method of the book on the same folds, side by side.
 
-``registry``  one :class:`Method` entry per method: factory, the paper's
+``registry``  one ``Method`` entry per method: factory, the paper's
               grid and selection metric, linear or not
 ``runner``    configuration checks, parallel (joblib / dask) cross-validation,
               per-task cache, tidy CSV/JSON tables

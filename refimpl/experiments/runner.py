@@ -101,7 +101,7 @@ class ExperimentConfig:
         with ``Q`` queries (default 200) and MQ2008's shape (46 features, 3
         labels), cut into five query partitions like LETOR 4.0's S1..S5.
     methods : sequence of str
-        Names in :data:`refimpl.experiments.METHODS`.
+        Names in :data:`refimpl.experiments.registry.METHODS`.
     folds : sequence of int, default (1, 2, 3, 4, 5)
     out : str or path, optional
         Results root; the tables go to ``<out>/<dataset>/``.  Without it
@@ -338,7 +338,7 @@ def load_fold(dataset, fold, root=None):
     Parameters
     ----------
     dataset : str
-        As :attr:`ExperimentConfig.dataset`.
+        As ``ExperimentConfig.dataset``.
     fold : int
     root : str, optional
         LETOR root (default ``LETOR_HOME``).
