@@ -279,10 +279,10 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
-def _check_max_iter(max_iter):
+def _check_max_iter(max_iter, name="max_iter"):
     if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) \
             or max_iter < 1:
-        raise DataError(f"max_iter must be a positive integer, got {max_iter!r}")
+        raise DataError(f"{name} must be a positive integer, got {max_iter!r}")
 
 
 def _l1_penalty(estimator, n_features):
@@ -460,7 +460,7 @@ class SparseRankSVM(_LinearRanker):
         if self.backend not in BACKENDS:
             raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.penalty in NONCONVEX_PENALTIES:
-            _check_max_iter(self.max_outer)
+            _check_max_iter(self.max_outer, "max_outer")
             check_nonnegative(self.tol_outer, "tol_outer")
             return make_concave_penalty(self.penalty, C=self.C, eps=self.eps, p=self.p,
                                         gamma=self.gamma, a=self.a, lam=self.lam)
