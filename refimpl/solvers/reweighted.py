@@ -152,8 +152,9 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
             history[key].append(value)
 
     w = start_w.copy()
-    record(float(smooth.fun(w)) + penalty.value(w), math.nan, w, 0, math.nan)
+    f_w = float(smooth.fun(w))
     n_fun += 1
+    record(f_w + penalty.value(w), math.nan, w, 0, math.nan)
     inner, weights_used = [], []
     gmap_ref, L = None, None
     converged = False
@@ -174,10 +175,11 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
         w = result.w
         inner.append(result.as_arrays())
         weights_used.append(beta.copy())
-        F = float(smooth.fun(w)) + penalty.value(w)
+        f_w = float(smooth.fun(w))
         n_fun += 1
+        F = f_w + penalty.value(w)
         # the majoriser built at w^{k-1}: only a bound on F from the 2nd pass on
-        maj = (float(smooth.fun(w)) + penalty.majorizer(w, w_prev)) if k >= 2 else math.nan
+        maj = (f_w + penalty.majorizer(w, w_prev)) if k >= 2 else math.nan
         change = float(np.max(np.abs(w - w_prev), initial=0.0))
         record(F, maj, w, result.n_iter, change)
         if callback is not None:
