@@ -617,8 +617,40 @@ def _write_csv(path, rows):
         writer = csv.DictWriter(f, fieldnames=columns, restval="")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: (repr(v) if isinstance(v, float) else v)
+            # 10 significant digits: far below any difference discussed,
+            # and half the size of repr()
+            writer.writerow({k: (f"{v:.10g}" if isinstance(v, float) else v)
                              for k, v in row.items()})
+
+
+_HISTORY_KEYS = ("started_utc", "wall_time_s", "n_tasks", "n_fitted", "n_cached",
+                 "n_failed")
+
+
+def _history(path, info):
+    """Earlier invocations that fitted something, plus this one if it did.
+
+    A re-run served from the cache rewrites the tables but is not a new
+    production run; the history says when and how the cached fits were made.
+    """
+    past = []
+    try:
+        with open(path) as f:
+            old = json.load(f)
+        if old.get("dataset") == info["dataset"]:
+            past = old.get("history") or [
+                {**{k: old.get(k) for k in _HISTORY_KEYS},
+                 "methods": old["config"]["methods"],
+                 "n_jobs": old["config"]["n_jobs"],
+                 "backend": old["config"]["backend"]}]
+    except (OSError, ValueError, KeyError):
+        past = []
+    if info["n_fitted"]:
+        past = [*past, {**{k: info[k] for k in _HISTORY_KEYS},
+                        "methods": info["config"]["methods"],
+                        "n_jobs": info["config"]["n_jobs"],
+                        "backend": info["config"]["backend"]}]
+    return past
 
 
 def run(config):
@@ -657,7 +689,7 @@ def run(config):
     n_cached = len(results)
     started = _dt.datetime.now(_dt.UTC)
     t0 = time.perf_counter()
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     with tqdm(total=len(todo), desc=plan.slug, unit="fit",
               disable=not config.progress or not todo, file=sys.stderr) as bar:
@@ -701,6 +733,7 @@ def run(config):
         "n_cached": n_cached, "n_failed": n_failed,
     }
     if out_dir is not None:
+        info["history"] = _history(out_dir / "run.json", info)
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_csv(out_dir / "tasks.csv", rows)
         _write_csv(out_dir / "selected.csv", selected)
