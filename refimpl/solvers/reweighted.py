@@ -81,7 +81,7 @@ def dc_stationarity(smooth, penalty, w):
 def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
                   warm_start=True, tol=1e-6, max_iter=10000,
                   line_search="backtracking", accelerated=True, restart=False,
-                  first_weights=None, callback=None):
+                  first_weights=None, gmap_ref=None, callback=None):
     r"""Minimise ``f(w) + sum_j g(|w_j|)`` by reweighted l1 (Laporte et al., Algorithm 2).
 
     Derived in: book/05_dc_reweighting.md#dc-reweighting
@@ -111,7 +111,13 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
         *first* solve's initial gradient mapping for every inner solve, so
         warm and cold starts stop at the same absolute accuracy.
     first_weights : array-like, optional
-        ``beta^1`` (Algorithm 2 line 2 uses ones).
+        ``beta^1`` (Algorithm 2 line 2 uses ones).  With ``w0`` a previous
+        solution and ``first_weights = penalty.weights(w0)`` a run continues
+        from there (e.g. several penalties sharing one l1 first pass).
+    gmap_ref : float, optional
+        The inner stopping target's reference norm (see ``tol``); default
+        the first pass's initial gradient mapping.  Pass the cold-start
+        value when continuing a run from a warm ``w0``.
     callback : callable, optional
         ``callback(k, w, info)`` after outer iteration ``k``.
 
@@ -156,7 +162,7 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
     n_fun += 1
     record(f_w + penalty.value(w), math.nan, w, 0, math.nan)
     inner, weights_used = [], []
-    gmap_ref, L = None, None
+    L = None
     converged = False
     message = ""
     k = 0
