@@ -17,17 +17,14 @@ The penalties are scaled as in the paper's eq. 13 once both sides are
 multiplied by ``C``: the objective is ``C J_1(w) + sum_j g(|w_j|)`` and
 ``g'(0) = 1`` for the l1-like start of MCP and SCAD.
 
-=========  ==========================================  ===============================
-penalty    ``g(u)``                                    ``g'(u)``
-=========  ==========================================  ===============================
-l1         ``u``                                       ``1``
-log        ``log(1 + u / eps)``                        ``1 / (eps + u)`` (Table II)
-lp         ``(u + eps)^p - eps^p``                     ``p (u + eps)^(p - 1)``
-mcp        ``u - u^2 / (2 gamma lam)``, u <= gamma lam ``max(1 - u / (gamma lam), 0)``
-           ``gamma lam / 2`` beyond                    (Table II)
-scad       ``u`` (u <= lam), quadratic to ``a lam``,   ``1``, ``(a lam - u)_+ /
-           ``(a + 1) lam / 2`` beyond                  ((a - 1) lam)`` (Fan & Li 2001)
-=========  ==========================================  ===============================
+* l1: ``g(u) = u``, ``g'(u) = 1``;
+* log: ``g(u) = log(1 + u / eps)``, ``g'(u) = 1 / (eps + u)`` (Table II);
+* lp: ``g(u) = (u + eps)^p - eps^p``, ``g'(u) = p (u + eps)^(p - 1)``;
+* mcp: ``g(u) = u - u^2 / (2 gamma lam)`` up to ``gamma lam``, then
+  ``gamma lam / 2``; ``g'(u) = max(1 - u / (gamma lam), 0)`` (Table II);
+* scad: ``g(u) = u`` up to ``lam``, quadratic up to ``a lam``, then
+  ``(a + 1) lam / 2``; ``g'(u) = 1``, then ``(a lam - u)_+ / ((a - 1) lam)``
+  (Fan & Li 2001).
 
 Numerical choices (explained in the chapter):
 
@@ -204,7 +201,7 @@ class MCP(ConcavePenalty):
     gamma : float, default 2.0
         Concavity (> 0); the paper's value.
     lam : float, default 1.0
-        Regularisation level (> 0); :class:`refimpl.SparseRankSVM` sets
+        Regularisation level (> 0); :class:`refimpl.estimators.SparseRankSVM` sets
         ``lam = 1 / C`` as in eq. 13.
     """
 
