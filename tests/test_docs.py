@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 import refimpl
+import refimpl.__main__
+import refimpl.experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"Derived in:\s*(book/[\w./-]+\.md)#([\w-]+)")
@@ -26,6 +28,11 @@ MODULES = [
     refimpl.penalties,
     refimpl.fsmrank,
     refimpl.nonconvex,
+    refimpl.experiments,
+    refimpl.experiments.registry,
+    refimpl.experiments.runner,
+    refimpl.experiments.report,
+    refimpl.__main__,
 ]
 
 

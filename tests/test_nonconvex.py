@@ -347,6 +347,23 @@ def test_inner_solves_share_one_absolute_gradient_mapping_target():
     assert max(r.history["n_inner"][2:]) < r.history["n_inner"][1]
 
 
+@pytest.mark.parametrize("name", ["log", "lp"])
+def test_continuing_from_a_shared_l1_pass(name):
+    """w0 = the l1 solution, beta^1 = g'(|w0|) and the cold gmap_ref: the same run."""
+    _, _, _, smooth, pen = problem(1, 0.3, name)
+    full = reweighted_l1(smooth, pen, **ACCURATE)
+    l1 = reweighted_l1(smooth, L1Concave(), **ACCURATE)
+    ref = l1.details["inner"][0]["gmap"][1]
+    cont = reweighted_l1(smooth, pen, l1.w, first_weights=pen.weights(l1.w),
+                         gmap_ref=ref, **ACCURATE)
+    assert full.converged and cont.converged
+    np.testing.assert_allclose(cont.w, full.w, rtol=0, atol=1e-5)
+    assert cont.history["F"][-1] == pytest.approx(full.history["F"][-1], rel=1e-8)
+    assert cont.history["F"][0] == pytest.approx(full.history["F"][1], rel=1e-14)
+    for inner in cont.details["inner"]:
+        assert inner["gmap"][-1] <= ACCURATE["tol"] * ref
+
+
 # d = 3 and a tiny data set: compare against an exhaustive grid.
 TINY_C = 0.3
 # Observed on this instance (seed 0, C = 0.3, the grids below): for mcp, lp
