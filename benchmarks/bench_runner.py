@@ -6,10 +6,12 @@ synthetic data set ``synthetic:400``.  ``--full``: every method with the
 papers' grids on all five folds of MQ2008 (the configuration of the
 chapter's tables; tens of minutes per run on 2 cores).
 
-``--scaling``: one fold and one fixed setting per method (the first value
-of each method's reduced grid) on ``synthetic:Q`` for Q = 100 ... 1600
-queries, one worker; the tables go to ``results/synthetic-<Q>/`` for the
-chapter's plot of training time against data size.
+``--scaling``: one fold and one fixed setting per method (the setting the
+protocol selected most often on MQ2008, read from
+``results/MQ2008/selected.csv``; else the first of the reduced grid) on
+``synthetic:Q`` for Q = 100 ... 3200 queries, one worker; the tables go to ``results/synthetic-<Q>/`` for the
+chapter's plot of training time against data size (cached fits are kept,
+so adding a method fits only that method).
 
 No cache is used (``out=None``), so every task is fitted in both runs.
 Both runs start from warm workers: a small warm-up run first loads the
@@ -20,6 +22,7 @@ so the ratio, not the absolute time, is the result.
 """
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -45,21 +48,43 @@ def timed(config):
     return wall, cpu, len(result.tasks)
 
 
-SCALING_QUERIES = (100, 200, 400, 800, 1600)
+SCALING_QUERIES = (100, 200, 400, 800, 1600, 3200)
+
+
+def _typical_settings(results, methods):
+    """Per method, the setting selected in most MQ2008 folds (first on ties)."""
+    settings = {}
+    path = results / "MQ2008" / "selected.csv"
+    if path.is_file():
+        from collections import Counter
+
+        from refimpl.experiments import read_csv
+
+        rows = read_csv(path)
+        for m in methods:
+            picks = [r["params"] for r in rows if r["method"] == m]
+            if picks:
+                settings[m] = {k: [v] for k, v in
+                               json.loads(Counter(picks).most_common(1)[0][0]).items()}
+    for m in methods:
+        if m not in settings:
+            settings[m] = {k: list(v)[:1]
+                           for k, v in (METHODS[m].reduced_grid or {}).items()}
+    return settings
 
 
 def scaling(args):
     """Write results/synthetic-<Q>/ for the data-size plot of the chapter."""
     out = Path(__file__).resolve().parents[1] / "results"
     methods = tuple(METHODS) if args.methods == "all" else tuple(args.methods.split(","))
-    grids = {m: {k: list(v)[:1] for k, v in (METHODS[m].reduced_grid or {}).items()}
-             for m in methods}
+    grids = _typical_settings(out, methods)
+    print("settings:", grids)
     run(ExperimentConfig(dataset="synthetic:100", methods=methods, folds=(1,),
                          grids=grids, backend="sequential", cache=False))  # warm-up
     for q in SCALING_QUERIES:
         result = run(ExperimentConfig(dataset=f"synthetic:{q}", methods=methods,
                                       folds=(1,), grids=grids, out=str(out),
-                                      backend="sequential", cache=False))
+                                      backend="sequential"))
         docs = result.tasks[0]["n_train_docs"]
         print(f"synthetic:{q} ({docs} training documents): " + ", ".join(
             f"{r['method']} {r['cpu_time']:.2f}s" for r in result.tasks))

@@ -444,7 +444,7 @@ register(Method(
 register(Method(
     name="fenchelrank", factory=_fenchelrank,
     grid={"r": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]},
-    reduced_grid={"r": [1.0, 4.0]},
+    reduced_grid={"r": [1.0, 2.0]},
     selection_metric="NDCG@10", linear=True, paper="lai2013fenchelrank",
     grid_source="Lai et al. (2013a), Section 8.3: r in {1, 2, ..., 256}, "
                 "T = 1000, epsilon = 0.001, selected by validation NDCG@10",
@@ -484,7 +484,7 @@ register(Method(
 ))
 register(Method(
     name="ranksvm-l1", factory=_sparse_ranksvm,
-    grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-3, 1e-2]},
+    grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-4, 1e-3]},
     selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
     grid_source="Laporte et al. (2014), Section V-C: C on a grid (not "
                 "given; ours 1e-4..10), selected by validation MAP",

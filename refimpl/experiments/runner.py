@@ -590,7 +590,7 @@ def _summarize(selected, plan, task_rows):
              "paper": method.paper, "linear": method.linear,
              "selection_metric": plan.metrics[method.name], "n_folds": len(rows)}
         cols = [f"test_{m}" for m in _SUMMARY_METRICS] + [
-            "sparsity", "sparsity_all", "nnz", "fit_time"]
+            "sparsity", "sparsity_all", "nnz", "fit_time", "cpu_time"]
         for col in cols:
             vals = np.array([r[col] for r in rows], dtype=float)
             s[f"{col}_mean"] = float(np.mean(vals))
@@ -599,6 +599,7 @@ def _summarize(selected, plan, task_rows):
                      and r["status"] == "ok"]
         s["grid_size"] = len(plan.grids[method.name])
         s["grid_fit_time"] = float(sum(r["fit_time"] for r in grid_rows))
+        s["grid_cpu_time"] = float(sum(r["cpu_time"] for r in grid_rows))
         s["n_not_converged"] = sum(1 for r in grid_rows if r.get("converged") is False)
         out.append(s)
     return out
