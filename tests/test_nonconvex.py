@@ -5,6 +5,7 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -452,10 +453,12 @@ def test_history_layout_and_counts():
 
 def test_max_outer_cap_and_first_weights():
     X, y, qid, smooth, pen = problem(0, 0.3, "log")
-    r = reweighted_l1(smooth, pen, max_outer=2, tol=1e-8)
+    with pytest.warns(ConvergenceWarning, match="max_outer"):
+        r = reweighted_l1(smooth, pen, max_outer=2, tol=1e-8)
     assert r.n_iter == 2 and not r.converged and "max_outer" in r.message
     beta = np.linspace(0.5, 2.0, X.shape[1])
-    r = reweighted_l1(smooth, pen, max_outer=1, tol=1e-10, first_weights=beta)
+    with pytest.warns(ConvergenceWarning, match="max_outer"):
+        r = reweighted_l1(smooth, pen, max_outer=1, tol=1e-10, first_weights=beta)
     m = SparseRankSVM(C=0.3, penalty="weighted_l1", weights=beta,
                       tol=1e-10).fit(X, y, qid)
     np.testing.assert_allclose(r.w, m.coef_, rtol=0, atol=1e-10)
@@ -545,7 +548,8 @@ def test_estimator_lam_override_and_default():
 
 def test_estimator_max_outer_cap():
     X, y, qid = small(0)
-    m = SparseRankSVM(C=0.5, penalty="log", max_outer=1, tol=1e-9).fit(X, y, qid)
+    with pytest.warns(ConvergenceWarning, match="max_outer"):
+        m = SparseRankSVM(C=0.5, penalty="log", max_outer=1, tol=1e-9).fit(X, y, qid)
     l1 = SparseRankSVM(C=0.5, tol=1e-9).fit(X, y, qid)
     assert m.n_outer_ == 1 and not m.converged_
     np.testing.assert_allclose(m.coef_, l1.coef_, rtol=0, atol=1e-12)

@@ -342,7 +342,10 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     max_iter = int(max_iter)
     if gmap_ref is not None:
-        gmap_ref = float(gmap_ref)
+        try:
+            gmap_ref = float(gmap_ref)
+        except (TypeError, ValueError):
+            raise ValueError(f"gmap_ref must be a real number, got {gmap_ref!r}") from None
         if not (gmap_ref > 0 and math.isfinite(gmap_ref)):
             raise ValueError(f"gmap_ref must be finite and > 0, got {gmap_ref!r}")
     if L0 is not None:

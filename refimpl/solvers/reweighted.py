@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..exceptions import DataError
 from ..penalties import WeightedL1
@@ -121,6 +123,11 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
     callback : callable, optional
         ``callback(k, w, info)`` after outer iteration ``k``.
 
+    Warns
+    -----
+    sklearn.exceptions.ConvergenceWarning
+        If ``max_outer`` passes end without the stopping rule holding.
+
     Returns
     -------
     SolverResult
@@ -204,7 +211,11 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
             message = "the weights g'(|w|) equal the first pass's: nothing to reweight"
             break
     if not converged:
-        message = f"max_outer = {max_outer} outer iterations reached"
+        message = (f"max_outer = {max_outer} outer iterations reached: "
+                   f"||w^k - w^k-1||_inf = {change:.3e} > tol_outer * ||w^k||_inf "
+                   f"= {tol_outer * scale:.3e}")
+        warnings.warn(f"reweighted l1 did not converge: {message}; increase max_outer "
+                      "or tol_outer", ConvergenceWarning, stacklevel=2)
     return SolverResult(w=w, n_iter=k, converged=converged, history=history,
                         message=message,
                         details={"inner": inner, "weights": weights_used})
