@@ -20,6 +20,7 @@ from refimpl.experiments import (
     load_fold,
     load_results,
     paired_ttest,
+    paper_comparison,
     parse_folds,
     register,
     run,
@@ -288,3 +289,30 @@ def test_cli_as_module_lists_methods():
                          capture_output=True, text=True, check=True).stdout
     for name in ("ranksvm", "fenchelrank", "fsmrank", "lambdamart", "linreg"):
         assert name in out
+
+
+def test_paper_comparison_uses_selected_fold1_and_fixed_settings(first_run):
+    _, out = first_run
+    tables = load_results(out / "TINY")
+    paper = [
+        {"dataset": "TINY", "method": "ranksvm", "paper": "p", "table": "T1",
+         "folds": "1-5", "params": None, "metric": "MAP", "value": 0.5},
+        {"dataset": "TINY", "method": "ranksvm", "paper": "p", "table": "T2",
+         "folds": "1", "params": None, "metric": "sparsity", "value": 0.25},
+        {"dataset": "TINY", "method": "ranksvm-l1", "paper": "p", "table": "T3",
+         "folds": "1-5", "params": '{"C": 0.1}', "metric": "NDCG@10",
+         "value": 0.0},
+        {"dataset": "OTHER", "method": "ranksvm", "paper": "p", "table": "T4",
+         "folds": "1-5", "params": None, "metric": "MAP", "value": 0.5},
+        {"dataset": "TINY", "method": "fenchelrank", "paper": "p", "table": "T5",
+         "folds": "1-5", "params": None, "metric": "MAP", "value": 0.5},
+    ]
+    rows = paper_comparison(tables, paper)
+    assert [r["table"] for r in rows] == ["T1", "T2", "T3"]
+    sel = {s["method"]: s for s in tables["selected"]}
+    assert rows[0]["ours"] == pytest.approx(sel["ranksvm"]["test_MAP"])
+    assert rows[0]["diff"] == pytest.approx(sel["ranksvm"]["test_MAP"] - 0.5)
+    assert rows[1]["ours"] == pytest.approx(sel["ranksvm"]["sparsity"])
+    task = next(t for t in tables["tasks"] if t["method"] == "ranksvm-l1"
+                and json.loads(t["params"]) == {"C": 0.1})
+    assert rows[2]["ours"] == pytest.approx(task["test_NDCG@10"])

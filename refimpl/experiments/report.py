@@ -114,8 +114,8 @@ def paired_ttest(per_query, method_a, method_b, metric="AP"):
 def _ours(row, summary, selected, tasks):
     """Our value for one paper row, with its standard error over folds."""
     metric = row["metric"]
-    col = metric if metric in ("sparsity", "sparsity_all", "fit_time", "nnz") \
-        else f"test_{metric}"
+    own = ("sparsity", "sparsity_all", "fit_time", "cpu_time", "nnz")
+    col = metric if metric in own else f"test_{metric}"
     folds = str(row.get("folds") or "1-5")
     wanted = {1} if folds == "1" else {1, 2, 3, 4, 5}
     params = row.get("params")
