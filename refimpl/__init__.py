@@ -12,12 +12,14 @@ sv_stats  Lee & Lin's per-document support-vector statistics (trees, counting)
 nonconvex concave sparsity penalties (log, MCP, lp, SCAD) for reweighted l1
 solvers   TRON, FenchelRank, FISTA, reweighted l1, subgradient baselines
 estimators  scikit-learn-style RankSVM, FenchelRank, SparseRankSVM, FSMRank
+liferank  LifeRank: linear feature extraction by BDMM or on the Stiefel manifold
 """
 
 from . import (
     data,
     estimators,
     fsmrank,
+    liferank,
     losses,
     metrics,
     nonconvex,
@@ -28,6 +30,7 @@ from . import (
 )
 from .estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
 from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
+from .liferank import LifeRank
 from .losses import L2Regularized, PairwiseSquaredHinge
 
 __version__ = "0.1.0"
@@ -36,6 +39,8 @@ __all__ = [
     "L2Regularized",
     "FenchelRank",
     "FSMRank",
+    "LifeRank",
+    "liferank",
     "SparseRankSVM",
     "fsmrank",
     "penalties",

@@ -28,6 +28,7 @@ MODULES = [
     refimpl.penalties,
     refimpl.fsmrank,
     refimpl.nonconvex,
+    refimpl.liferank,
     refimpl.experiments,
     refimpl.experiments.registry,
     refimpl.experiments.runner,

@@ -8,15 +8,18 @@ objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
 
 from ._result import SolverResult
 from .apg import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
+from .bdmm import BDMMResult, bdmm
 from .fenchelrank import fenchelrank
 from .reweighted import dc_stationarity, reweighted_l1
 from .subgradient import projected_subgradient, truncated_gradient
 from .tron import tron
 
 __all__ = [
+    "BDMMResult",
     "ScaledSmooth",
     "SolverResult",
     "apg",
+    "bdmm",
     "dc_stationarity",
     "fenchelrank",
     "hessian_matrix",

@@ -1,0 +1,924 @@
+r"""LifeRank: linear feature extraction for ranking (Pandey et al. 2018).
+
+LifeRank looks for a transformation ``T`` (``n x k``, orthonormal columns)
+and weights ``w`` (``k``) minimising a pairwise logistic loss of the scores
+``X T w`` (their eq. 5).  This module implements, as the book derives them:
+
+* :class:`PairwiseLogistic` -- the loss ``(1/p) sum_P log(1 + exp(-(x_i -
+  x_j)^T v))`` over the preference pairs ``P`` and its gradient, through a
+  numba kernel on document scores (``d loss / d s``, then ``X^T``), never
+  building the ``p x n`` pair matrix;
+* :class:`LifeRankObjective` -- eq. 5 without ``b``, its gradients (eq. 7),
+  the orthonormality constraints in the paper's signs and the Lagrangian
+  (eq. 6), as a problem for :func:`refimpl.solvers.bdmm` (eq. 8);
+* the Stiefel-manifold alternative that keeps ``T^T T = I`` exactly
+  (:func:`stiefel_retraction`, :func:`stiefel_gradient`);
+* :func:`liferank_solve` -- the three variants ``"bdmm"`` (the paper),
+  ``"stiefel"`` and ``"none"`` (LifeRank^NO of Table 5);
+* the feature-quality measures of section 5.4.2 (:func:`feature_importance`,
+  :func:`rank_similarity`, :func:`feature_redundancy`);
+* the scikit-learn transformer :class:`LifeRank`.
+
+Choices where the paper is silent or inconsistent, argued in the chapter:
+the loss is a *mean* over the preference pairs ``P = {(i, j): q_i = q_j,
+y_i > y_j}`` (each unordered pair once, so eq. 5's sum over ordered pairs
+with ``y_ij = +-1`` is ``2p`` times ours, and ``lambda_paper = 2 p
+lambda``); ``b`` is dropped (with both orientations of every pair the
+objective is even in ``b``, so ``b* = 0`` and its gradient vanishes at
+``b = 0``; with one orientation it would be unbounded); the multipliers
+start at 0 and ascend (eq. 8) after the primal step.
+
+Derived in: book/06_liferank_bdmm.md#liferank
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import (
+    check_nonnegative,
+    check_positive,
+    check_ranking_data,
+    check_X,
+    group_queries,
+)
+from .exceptions import DataError
+from .fsmrank import feature_ndcg
+from .kernels import logistic as _k
+from .pairs import preference_pairs
+from .solvers.bdmm import UPDATES, BDMMResult, bdmm
+
+__all__ = [
+    "CONSTRAINTS",
+    "INITS",
+    "LOSS_BACKENDS",
+    "RETRACTIONS",
+    "LifeRank",
+    "LifeRankObjective",
+    "LifeRankResult",
+    "PairwiseLogistic",
+    "feature_importance",
+    "feature_redundancy",
+    "fit_weights",
+    "liferank_solve",
+    "orthonormality_error",
+    "rank_similarity",
+    "stiefel_gradient",
+    "stiefel_retraction",
+]
+
+#: How ``T^T T = I`` is treated: the paper's multipliers, an exact
+#: retraction onto the Stiefel manifold, or not at all (LifeRank^NO).
+CONSTRAINTS = ("bdmm", "stiefel", "none")
+
+#: Retractions onto the Stiefel manifold.
+RETRACTIONS = ("polar", "qr")
+
+#: Starting ``T``: i.i.d. ``N(0, 1/n)`` entries, those orthonormalised, or
+#: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
+INITS = ("random", "orthonormal", "uniform")
+
+#: Implementations of the pairwise logistic loss (see :class:`PairwiseLogistic`).
+LOSS_BACKENDS = ("numba", "direct", "numpy")
+
+#: Similarity of two rankings in :func:`rank_similarity`.
+TAU_VARIANTS = ("b", "eq10")
+
+
+# --------------------------------------------------------------------------
+# The loss
+# --------------------------------------------------------------------------
+
+
+class PairwiseLogistic:
+    r"""Mean pairwise logistic loss ``(1/p) sum_P log(1 + exp(-(x_i - x_j)^T v))``.
+
+    ``P = {(i, j) : q_i = q_j, y_i > y_j}``, ``p = |P|``; this is the loss
+    part of LifeRank's eq. 5 as a function of ``v = T w`` (divided by its
+    number of pairs, see the module docstring), and the loss of a linear
+    RankNet.  Its gradient is ``X^T ds`` with ``ds = d loss / d s`` at the
+    scores ``s = X v``: ``ds_i = -(1/p) sum_{(i,j) in P} sigma(-(s_i - s_j))
+    + (1/p) sum_{(j,i) in P} sigma(-(s_j - s_i))``.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (m, n)
+    y : array-like of shape (m,)
+    qid : array-like of shape (m,), optional
+    normalize : bool, default True
+        Divide by ``p``; ``False`` gives the sum of eq. 5.
+    backend : {"numba", "direct", "numpy"}, default "numba"
+        ``"numba"``: one O(p) loop over the pair index arrays with one
+        exponential per document (``refimpl.kernels.logistic.value_ds``);
+        ``"direct"``: the same loop with one exponential and one logarithm
+        per pair (``value_ds_direct``); ``"numpy"``: the vectorised
+        reference (``logaddexp`` and ``bincount`` on the same index arrays).
+
+    Notes
+    -----
+    Cached state: :meth:`fun` stores ``v`` and ``ds``; :meth:`grad` at the
+    same ``v`` reuses them.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+
+    def __init__(self, X, y, qid=None, *, normalize=True, backend="numba"):
+        self.X, self.y, self.groups = check_ranking_data(X, y, qid)
+        if backend not in LOSS_BACKENDS:
+            raise DataError(f"backend must be one of {LOSS_BACKENDS}, got {backend!r}")
+        self.backend = backend
+        self.pairs = preference_pairs(self.y, qid)
+        self.n_pairs = len(self.pairs)
+        self.scale = 1.0 / self.n_pairs if normalize else 1.0
+        self.normalize = bool(normalize)
+        self._ds = np.empty(self.X.shape[0])
+        self._a = np.empty(self.X.shape[0])
+        self._v = None
+        self._value = None
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    def _check_v(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        if v.shape != (self.n_features,):
+            raise DataError(f"v must have shape ({self.n_features},), got {v.shape}")
+        return v
+
+    def scores(self, v) -> np.ndarray:
+        """Document scores ``X v``."""
+        return np.asarray(self.X @ self._check_v(v), dtype=np.float64).ravel()
+
+    def value_ds(self, s):
+        """Unscaled sum over ``P`` and ``d sum / d s`` at scores ``s``."""
+        pi, pj = self.pairs.i, self.pairs.j
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        if self.backend == "numba":
+            value = _k.value_ds(s, self.groups.order, self.groups.indptr, pi, pj,
+                                self._a, self._ds)
+            return float(value), self._ds
+        if self.backend == "direct":
+            value = _k.value_ds_direct(s, pi, pj, self._ds)
+            return float(value), self._ds
+        m = s[pi] - s[pj]
+        g = np.exp(-np.logaddexp(0.0, m))          # sigma(-m) without overflow
+        n = len(s)
+        ds = np.bincount(pj, g, n) - np.bincount(pi, g, n)
+        return float(np.logaddexp(0.0, -m).sum()), ds
+
+    def fun(self, v) -> float:
+        """Loss value at ``v``; caches ``d loss / d s``."""
+        v = self._check_v(v)
+        value, ds = self.value_ds(self.scores(v))
+        self._v = v.copy()
+        self._value = self.scale * value
+        self._ds = ds
+        return self._value
+
+    def grad(self, v) -> np.ndarray:
+        """``X^T ds``, the gradient at ``v`` (recomputed if ``v`` changed)."""
+        v = self._check_v(v)
+        if self._v is None or not np.array_equal(v, self._v):
+            self.fun(v)
+        return self.scale * np.asarray(self.X.T @ self._ds).ravel()
+
+    def value_grad(self, v):
+        """``(fun(v), grad(v))``."""
+        return self.fun(v), self.grad(v)
+
+
+# --------------------------------------------------------------------------
+# Eq. 5-7: objective, constraints, Lagrangian
+# --------------------------------------------------------------------------
+
+
+def orthonormality_error(T) -> float:
+    """``||T^T T - I||_F``, the constraint violation of eq. 4.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+    T = np.asarray(T, dtype=np.float64)
+    if T.ndim != 2:
+        raise DataError(f"T must be a matrix, got shape {T.shape}")
+    return float(np.linalg.norm(T.T @ T - np.eye(T.shape[1])))
+
+
+class LifeRankObjective:
+    r"""LifeRank's eq. 5 without ``b`` and the pieces of its Lagrangian (eq. 6).
+
+    With ``v = T w``,
+
+    .. math::
+
+        F(T, w) = \ell(T w) + \frac{\lambda}{2}\|w\|^2, \qquad
+        \nabla_w F = T^T \nabla\ell(v) + \lambda w, \qquad
+        \nabla_T F = \nabla\ell(v)\, w^T ,
+
+    the matrix form of eq. 7 (column ``l`` of ``nabla_T F`` is ``w_l
+    nabla ell``).  The constraints in the paper's signs are ``c_ij =
+    t_i^T t_j`` (``i != j``) and ``c_ii = 1 - t_i^T t_i``, so
+    ``||c|| = ||T^T T - I||_F`` and, for multipliers ``A = (alpha_ij)``,
+    ``nabla_T sum_ij alpha_ij c_ij = T M`` with ``M = A + A^T`` off the
+    diagonal and ``M_ll = -2 alpha_ll`` (the constraint part of eq. 7).
+
+    As a problem for :func:`refimpl.solvers.bdmm` the variables are
+    flattened, ``x = [vec(T); w]`` (``T`` row-major), and the multipliers
+    are ``vec(A)``.
+
+    Parameters
+    ----------
+    loss : PairwiseLogistic
+        Or any object with ``fun(v)``, ``grad(v)`` and ``n_features``.
+    n_components : int
+        ``k``, ``1 <= k <= n``.
+    lam : float
+        ``lambda >= 0`` of the l2 term.
+
+    Notes
+    -----
+    Cached state: :meth:`fun` stores ``x``, the loss value and ``nabla
+    ell(v)``; :meth:`grad` at the same ``x`` reuses them.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+
+    def __init__(self, loss, n_components, lam):
+        n = int(loss.n_features)
+        if isinstance(n_components, bool) or not isinstance(
+                n_components, (int, np.integer)) or not 1 <= n_components <= n:
+            raise DataError(
+                f"n_components must be an integer in [1, {n}] (orthonormal "
+                f"columns need k <= n_features), got {n_components!r}"
+            )
+        self.loss = loss
+        self.n = n
+        self.k = int(n_components)
+        self.lam = check_nonnegative(lam, "lam")
+        self._x = None
+        self._G = None
+        self.last_loss = None
+
+    @property
+    def n_features(self) -> int:
+        """Length of the flat variable ``x = [vec(T); w]``."""
+        return self.n * self.k + self.k
+
+    @property
+    def n_constraints(self) -> int:
+        return self.k * self.k
+
+    def pack(self, T, w) -> np.ndarray:
+        """``x = [vec(T); w]``."""
+        T = np.asarray(T, dtype=np.float64)
+        w = np.asarray(w, dtype=np.float64)
+        if T.shape != (self.n, self.k) or w.shape != (self.k,):
+            raise DataError(
+                f"T must have shape ({self.n}, {self.k}) and w ({self.k},), got "
+                f"{T.shape} and {w.shape}"
+            )
+        return np.concatenate([T.ravel(), w])
+
+    def unpack(self, x):
+        """``(T, w)`` from ``x`` (views)."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n_features,):
+            raise DataError(f"x must have shape ({self.n_features},), got {x.shape}")
+        return x[: self.n * self.k].reshape(self.n, self.k), x[self.n * self.k:]
+
+    # -- value and gradients ------------------------------------------------
+
+    def value_and_grads(self, T, w):
+        """``(F, nabla_T F, nabla_w F)`` at ``(T, w)`` (eq. 7 without ``b``)."""
+        T = np.asarray(T, dtype=np.float64)
+        w = np.asarray(w, dtype=np.float64)
+        v = T @ w
+        loss = float(self.loss.fun(v))
+        G = np.asarray(self.loss.grad(v), dtype=np.float64)
+        self.last_loss = loss
+        F = loss + 0.5 * self.lam * float(w @ w)
+        return F, np.outer(G, w), T.T @ G + self.lam * w
+
+    def fun(self, x) -> float:
+        """``F(T, w)``; caches the loss gradient at ``v = T w``."""
+        T, w = self.unpack(x)
+        v = T @ w
+        loss = float(self.loss.fun(v))
+        self._G = np.asarray(self.loss.grad(v), dtype=np.float64)
+        self._x = np.array(x, dtype=np.float64, copy=True)
+        self.last_loss = loss
+        return loss + 0.5 * self.lam * float(w @ w)
+
+    def grad(self, x) -> np.ndarray:
+        """``[vec(nabla_T F); nabla_w F]``."""
+        x = np.asarray(x, dtype=np.float64)
+        if self._x is None or not np.array_equal(x, self._x):
+            self.fun(x)
+        T, w = self.unpack(x)
+        return np.concatenate([np.outer(self._G, w).ravel(),
+                               T.T @ self._G + self.lam * w])
+
+    # -- constraints ----------------------------------------------------------
+
+    def constraint(self, x) -> np.ndarray:
+        """``vec(c)``: ``t_i^T t_j`` off the diagonal, ``1 - t_i^T t_i`` on it."""
+        T, _ = self.unpack(x)
+        C = T.T @ T
+        d = np.diag_indices(self.k)
+        C[d] = 1.0 - C[d]
+        return C.ravel()
+
+    def multiplier_matrix_grad(self, T, A) -> np.ndarray:
+        """``nabla_T sum_ij alpha_ij c_ij = T M`` (the constraint part of eq. 7)."""
+        A = np.asarray(A, dtype=np.float64).reshape(self.k, self.k)
+        M = A + A.T
+        d = np.diag_indices(self.k)
+        M[d] = -2.0 * np.diag(A)
+        return np.asarray(T) @ M
+
+    def constraint_vjp(self, x, u) -> np.ndarray:
+        """``J_c(x)^T u``: ``[vec(T M(u)); 0]``."""
+        T, _ = self.unpack(x)
+        return np.concatenate([self.multiplier_matrix_grad(T, u).ravel(),
+                               np.zeros(self.k)])
+
+    def lagrangian(self, T, w, A) -> float:
+        """Eq. 6 without ``b``.
+
+        ``F + sum_{i != j} alpha_ij t_i^T t_j + sum_i alpha_ii (1 - t_i^T t_i)``.
+        """
+        x = self.pack(T, w)
+        A = np.asarray(A, dtype=np.float64).ravel()
+        return self.fun(x) + float(A @ self.constraint(x))
+
+
+# --------------------------------------------------------------------------
+# The Stiefel manifold
+# --------------------------------------------------------------------------
+
+
+def stiefel_retraction(T, method="polar") -> np.ndarray:
+    r"""Map ``T`` (full column rank) to a matrix with orthonormal columns.
+
+    ``"polar"``: ``U V^T`` from the thin SVD ``T = U S V^T``, the nearest
+    orthonormal matrix in the Frobenius norm (``T (T^T T)^{-1/2}``).
+    ``"qr"``: ``Q`` of the thin QR factorisation with the signs fixed so that
+    ``diag(R) > 0`` (then ``Q`` is unique and continuous in ``T``).  Both are
+    retractions: ``R(T + t xi) = T + t xi + O(t^2)`` for orthonormal ``T``
+    and tangent ``xi``.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    T : array-like of shape (n, k), ``k <= n``
+    method : {"polar", "qr"}
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+        ``Q`` with ``Q^T Q = I`` to rounding.
+    """
+    T = np.asarray(T, dtype=np.float64)
+    if T.ndim != 2 or T.shape[1] > T.shape[0]:
+        raise DataError(f"T must be an n x k matrix with k <= n, got shape {T.shape}")
+    if not np.all(np.isfinite(T)):
+        raise DataError("T contains NaN or infinite values")
+    if method == "polar":
+        U, _, Vt = np.linalg.svd(T, full_matrices=False)
+        return U @ Vt
+    if method == "qr":
+        Q, R = np.linalg.qr(T)
+        sign = np.where(np.diag(R) < 0, -1.0, 1.0)
+        return Q * sign
+    raise DataError(f"method must be one of {RETRACTIONS}, got {method!r}")
+
+
+def stiefel_gradient(T, G) -> np.ndarray:
+    r"""Riemannian gradient on the Stiefel manifold: ``G - T sym(T^T G)``.
+
+    The projection of the Euclidean gradient ``G`` onto the tangent space
+    ``{xi : T^T xi + xi^T T = 0}`` at an orthonormal ``T`` (embedded
+    metric); it vanishes exactly at the KKT points of ``min F(T)`` subject
+    to ``T^T T = I``.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+    T = np.asarray(T, dtype=np.float64)
+    G = np.asarray(G, dtype=np.float64)
+    S = T.T @ G
+    return G - T @ (0.5 * (S + S.T))
+
+
+# --------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class LifeRankResult(BDMMResult):
+    """What :func:`liferank_solve` returns.
+
+    A :class:`refimpl.solvers.SolverResult` plus the transformation ``T``.
+
+    ``w`` holds LifeRank's weights (length ``k``), ``T`` the transformation,
+    ``multipliers`` the ``k x k`` matrix ``A`` of eq. 6 (zeros unless
+    ``constraint="bdmm"``).
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+
+    T: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+
+class _Unconstrained:
+    """An objective seen without its constraints (LifeRank^NO)."""
+
+    def __init__(self, objective):
+        self.objective = objective
+
+    def fun(self, x):
+        return self.objective.fun(x)
+
+    def grad(self, x):
+        return self.objective.grad(x)
+
+    def constraint(self, x):
+        return np.zeros(0)
+
+    def constraint_vjp(self, x, u):
+        return np.zeros(self.objective.n_features)
+
+
+def _check_int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
+    """Riemannian gradient descent in ``T`` (retraction), plain in ``w``."""
+    t0 = time.perf_counter()
+    T = stiefel_retraction(T0, retraction)
+    w = np.array(w0, dtype=np.float64, copy=True)
+    keys = ("f", "lagrangian", "violation", "grad_norm", "multiplier_norm",
+            "time", "loss")
+    history = {key: [] for key in keys}
+
+    def state():
+        F, gT, gw = objective.value_and_grads(T, w)
+        rg = stiefel_gradient(T, gT)
+        gnorm = math.sqrt(float(np.sum(rg * rg)) + float(gw @ gw))
+        for key, value in zip(keys, (F, F, orthonormality_error(T), gnorm, 0.0,
+                                     time.perf_counter() - t0,
+                                     objective.last_loss)):
+            history[key].append(value)
+        return F, rg, gw, gnorm
+
+    F, rg, gw, gnorm = state()
+    scale = max(1.0, gnorm)
+    n_iter = 0
+    converged = gnorm <= tol * scale
+    diverged = False
+    while not converged and n_iter < max_iter:
+        with np.errstate(over="ignore", invalid="ignore"):
+            T_step, w = T - lr * rg, w - lr * gw
+        if not (np.all(np.isfinite(T_step)) and np.all(np.isfinite(w))):
+            diverged = True
+            break
+        T = stiefel_retraction(T_step, retraction)
+        n_iter += 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            F, rg, gw, gnorm = state()
+        if not math.isfinite(F):
+            diverged = True
+            break
+        converged = gnorm <= tol * scale
+    if diverged:
+        message = f"diverged at iteration {n_iter + 1} (non-finite iterate)"
+    elif converged:
+        message = f"converged in {n_iter} iterations"
+    else:
+        message = (f"max_iter={max_iter} reached: Riemannian gradient norm "
+                   f"{gnorm:.3e} (tol {tol:g} x {scale:.3e})")
+    if not converged and warn:
+        warnings.warn(f"liferank_solve: {message}", ConvergenceWarning, stacklevel=3)
+    return LifeRankResult(w=w, n_iter=n_iter, converged=bool(converged),
+                          history=history, message=message,
+                          multipliers=np.zeros((T.shape[1], T.shape[1])), T=T)
+
+
+def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
+                   lr_multiplier=None, damping=0.0, update="alternating",
+                   retraction="polar", max_iter=1000, tol=1e-6,
+                   constraint_tol=1e-3, warn=True):
+    r"""Minimise LifeRank's eq. 5 by one of three treatments of ``T^T T = I``.
+
+    * ``"bdmm"`` -- the paper (eq. 8): gradient descent in ``(T, w)`` on the
+      Lagrangian (eq. 6), gradient ascent in the multipliers ``A`` (started
+      at 0), by :func:`refimpl.solvers.bdmm`; ``damping > 0`` adds
+      Platt & Barr's penalty ``(mu/2) ||T^T T - I||_F^2``.  Stops when
+      ``||nabla_{T,w} L|| <= tol max(1, ||nabla L_0||)`` and ``||T^T T -
+      I||_F <= constraint_tol``.
+    * ``"stiefel"`` -- ``T`` starts at the retraction of ``T0``; each step
+      moves ``T`` along minus the Riemannian gradient
+      (:func:`stiefel_gradient`) and retracts (:func:`stiefel_retraction`),
+      ``w`` takes a plain gradient step.  ``T^T T = I`` to rounding at every
+      iterate; stops when the Riemannian gradient norm is ``<= tol
+      max(1, its initial value)``.
+    * ``"none"`` -- LifeRank^NO (Table 5): gradient descent on eq. 5 alone.
+      With ``lambda > 0`` it has no minimiser (``(c T, w / c)`` has the same
+      loss and a smaller l2 term for ``c > 1``), so it drifts; it stops on the
+      gradient rule of ``"bdmm"``.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    objective : LifeRankObjective
+    T0 : array-like of shape (n, k)
+    w0 : array-like of shape (k,)
+    constraint : {"bdmm", "stiefel", "none"}
+    lr : float
+        Step ``eta`` for ``T`` and ``w``.
+    lr_multiplier : float, optional
+        Step for the multipliers (``lr`` by default, as eq. 8).
+    damping : float, default 0.0
+        MDMM penalty weight ``mu`` (``"bdmm"`` only).
+    update : {"alternating", "simultaneous"}
+        See :func:`refimpl.solvers.bdmm`.
+    retraction : {"polar", "qr"}
+        ``"stiefel"`` only.
+    max_iter : int
+    tol : float
+        Relative stationarity tolerance.
+    constraint_tol : float
+        ``"bdmm"`` only: ``||T^T T - I||_F`` at which the constraint counts
+        as met.
+    warn : bool
+        ``ConvergenceWarning`` when ``max_iter`` is reached.
+
+    Returns
+    -------
+    LifeRankResult
+        History keys (one entry per iterate, entry 0 the start): ``f``
+        (eq. 5), ``loss`` (its pairwise part), ``lagrangian``, ``violation``
+        (``||T^T T - I||_F``), ``grad_norm``, ``multiplier_norm``, ``time``.
+    """
+    if constraint not in CONSTRAINTS:
+        raise DataError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}")
+    if retraction not in RETRACTIONS:
+        raise DataError(f"retraction must be one of {RETRACTIONS}, got {retraction!r}")
+    if update not in UPDATES:
+        raise DataError(f"update must be one of {UPDATES}, got {update!r}")
+    lr = check_positive(lr, "lr")
+    max_iter = _check_int(max_iter, "max_iter", 0)
+    tol = check_nonnegative(tol, "tol")
+    constraint_tol = check_nonnegative(constraint_tol, "constraint_tol")
+    damping = check_nonnegative(damping, "damping")
+    k = objective.k
+    x0 = objective.pack(T0, w0)
+    if not np.all(np.isfinite(x0)):
+        raise DataError("T0 and w0 must be finite")
+    if constraint == "stiefel":
+        return _stiefel_descent(objective, objective.unpack(x0)[0], w0, lr,
+                                retraction, max_iter, tol, warn)
+
+    def monitor(x):
+        return {"loss": objective.last_loss,
+                "orth_error": orthonormality_error(objective.unpack(x)[0])}
+
+    # with no constraints ||c|| = 0 and only the gradient rule is left
+    problem = objective if constraint == "bdmm" else _Unconstrained(objective)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = bdmm(problem, x0, lr=lr, lr_multiplier=lr_multiplier,
+                   damping=damping if constraint == "bdmm" else 0.0,
+                   update=update, max_iter=max_iter, tol=tol,
+                   constraint_tol=constraint_tol, monitor=monitor, warn=False)
+    T, w = objective.unpack(res.w)
+    history = res.history
+    # for "none" the norm of the empty constraint vector is 0: report T's own
+    history["violation"] = history.pop("orth_error")
+    if not res.converged and warn:
+        warnings.warn(f"liferank_solve ({constraint}): {res.message}",
+                      ConvergenceWarning, stacklevel=2)
+    A = (res.multipliers.reshape(k, k) if constraint == "bdmm"
+         else np.zeros((k, k)))
+    return LifeRankResult(w=w.copy(), n_iter=res.n_iter, converged=res.converged,
+                          history=history, message=res.message, multipliers=A,
+                          T=T.copy())
+
+
+
+def fit_weights(objective, T, w0, *, lr, max_iter=10000, tol=1e-10):
+    r"""The ``w``-block of eq. 8 alone, with ``T`` frozen, run to convergence.
+
+    ``w <- w - eta (T^T nabla ell(T w) + lambda w)`` until ``||nabla_w F|| <=
+    tol max(1, ||nabla_w F(w0)||)``.  For fixed ``T`` this minimises the
+    l2-regularised pairwise logistic regression on the features ``X T``
+    (strongly convex for ``lambda > 0``), which the book solves with cvxpy
+    to check the step.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Returns
+    -------
+    w : ndarray of shape (k,)
+    n_iter : int
+    converged : bool
+    """
+    lr = check_positive(lr, "lr")
+    max_iter = _check_int(max_iter, "max_iter", 0)
+    tol = check_nonnegative(tol, "tol")
+    T = np.asarray(T, dtype=np.float64)
+    w = np.array(w0, dtype=np.float64, copy=True)
+    objective.pack(T, w)                           # shape check
+    _, _, gw = objective.value_and_grads(T, w)
+    scale = max(1.0, float(np.linalg.norm(gw)))
+    n_iter = 0
+    while float(np.linalg.norm(gw)) > tol * scale and n_iter < max_iter:
+        w = w - lr * gw
+        _, _, gw = objective.value_and_grads(T, w)
+        n_iter += 1
+    return w, n_iter, bool(float(np.linalg.norm(gw)) <= tol * scale)
+
+
+# --------------------------------------------------------------------------
+# Feature quality (section 5.4.2)
+# --------------------------------------------------------------------------
+
+
+def feature_importance(X, y, qid=None, *, k=5):
+    r"""Importance of each feature: NDCG@k of ranking by it, in its better direction.
+
+    Section 5.4.2: ``max(eva(X, f_i), eva(X, -f_i))`` with ``eva`` the
+    NDCG@5 (LETOR 4.0 convention, averaged over queries) of ranking every
+    query's documents by feature ``f_i``; the strategy of GAS (Geng et al.
+    2007), i.e. ``refimpl.fsmrank.feature_ndcg`` with ``k=5``.
+    ``Imp(F)`` of the paper is the mean of the returned vector.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    X : array-like of shape (m, n)
+    y : array-like of shape (m,)
+    qid : array-like of shape (m,), optional
+    k : int, default 5
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    return feature_ndcg(X, y, qid, k=k)[0]
+
+
+def rank_similarity(X, qid=None, *, tau="b"):
+    r"""``|tau|`` between the rankings two features induce, averaged over queries.
+
+    For each query, with ``S`` the matrix of ``sign(x_aj - x_bj)`` over its
+    document pairs ``a < b``, ``(S^T S)_{jl} = N_c - N_d`` of features ``j``
+    and ``l``.  ``tau="eq10"`` divides by ``N_c + N_d = (|S|^T |S|)_{jl}``
+    (eq. 10 as printed: pairs tied in either ranking are left out, which is
+    Goodman and Kruskal's gamma); ``tau="b"`` by ``sqrt((S^T S)_{jj} (S^T
+    S)_{ll})`` (Kendall's tau-b, as :func:`refimpl.metrics.kendall_tau`).
+    The absolute value is taken *per query* (section 5.4.2: "positive and
+    negative values should not neutralize") and averaged over the queries on
+    which it is defined (non-zero denominator); unlike
+    ``refimpl.fsmrank.kendall_similarity``, which takes the absolute value of
+    the mean.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (m, n)
+    qid : array-like of shape (m,), optional
+    tau : {"b", "eq10"}, default "b"
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        Symmetric, in [0, 1]; 1 on the diagonal, 0 for a pair of features
+        never both non-constant on a query.
+    """
+    if tau not in TAU_VARIANTS:
+        raise DataError(f"tau must be one of {TAU_VARIANTS}, got {tau!r}")
+    X = check_X(X)
+    if sp.issparse(X):
+        X = X.toarray()
+    m, n = X.shape
+    groups = group_queries(qid, m)
+    total = np.zeros((n, n))
+    count = np.zeros((n, n))
+    for q in range(groups.n_queries):
+        rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
+        if rows.shape[0] < 2:
+            continue
+        a, b = np.triu_indices(rows.shape[0], 1)
+        S = np.sign(rows[a] - rows[b])
+        C = S.T @ S
+        if tau == "b":
+            nt = np.diag(C)
+            den = np.sqrt(np.outer(nt, nt))
+        else:
+            A = np.abs(S)
+            den = A.T @ A
+        ok = den > 0
+        total[ok] += np.abs(C[ok] / den[ok])
+        count += ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sim = np.where(count > 0, total / np.maximum(count, 1), 0.0)
+    sim = np.minimum(0.5 * (sim + sim.T), 1.0)
+    np.fill_diagonal(sim, 1.0)
+    return sim
+
+
+def feature_redundancy(X, qid=None, *, tau="b") -> float:
+    r"""``Rdd(F)`` of section 5.4.2: the mean of :func:`rank_similarity` over pairs.
+
+    ``2 / (k (k - 1)) sum_{i > j} sim_ij`` for the ``k`` columns of ``X``
+    (0 for a single column).
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+    sim = rank_similarity(X, qid, tau=tau)
+    k = sim.shape[0]
+    if k < 2:
+        return 0.0
+    return float(sim[np.triu_indices(k, 1)].mean())
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+
+
+class LifeRank(TransformerMixin, BaseEstimator):
+    r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
+
+    ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
+    ``w`` by :func:`liferank_solve` on eq. 5 (mean pairwise logistic loss over
+    the preference pairs, ``(lam/2) ||w||^2``, no ``b``); ``transform(X)``
+    returns the extracted features ``X T`` (Phase II, Algorithm 1 line 10);
+    ``predict(X)`` the scores ``X T w`` of LifeRank's own ranker.  As in the
+    paper, ``w`` starts at all ones; ``T`` starts at i.i.d. ``N(0, 1/n)``
+    entries (``init="random"``), their polar factor (``"orthonormal"``) or
+    i.i.d. ``U[0, 1/sqrt(n))`` entries (``"uniform"``; the paper only says
+    "random, as in matrix factorisation").
+
+    Parameters
+    ----------
+    n_components : int, default 10
+        ``k``, at most the number of features.
+    lam : float, default 1e-3
+        ``lambda >= 0`` (per pair: ``lambda_paper = 2 p lam``).
+    lr : float, default 0.1
+        Step ``eta`` of eq. 8 for ``T`` and ``w``.
+    max_iter : int, default 1000
+    constraint : {"bdmm", "stiefel", "none"}, default "bdmm"
+        See :func:`liferank_solve`.
+    lr_multiplier : float, optional
+        Step of the multipliers (default ``lr``, as eq. 8).
+    damping : float, default 1.0
+        Platt & Barr's MDMM penalty ``mu`` (``constraint="bdmm"`` only).
+        ``damping=0`` is the paper's BDMM exactly; on LifeRank its
+        constraint violation oscillates without decaying (the columns of
+        ``T`` the loss does not see have no restoring force), so the default
+        damps it.
+    update : {"alternating", "simultaneous"}, default "alternating"
+    retraction : {"polar", "qr"}, default "polar"
+    init : {"random", "orthonormal", "uniform"}, default "random"
+    tol : float, default 1e-4
+        Relative stationarity tolerance of :func:`liferank_solve`.
+    constraint_tol : float, default 1e-3
+    seed : int or None, default 0
+        Seed of ``np.random.default_rng`` for ``T``'s start.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_components)
+        ``T`` (note: the transpose of PCA's ``components_`` layout).
+    coef_ : ndarray of shape (n_components,)
+        ``w``.
+    multipliers_ : ndarray of shape (n_components, n_components)
+        ``A`` of eq. 6 (zeros unless ``constraint="bdmm"``).
+    orthonormality_error_ : float
+        ``||T^T T - I||_F`` of the returned ``T``.
+    n_iter_ : int
+    converged_ : bool
+    history_ : dict of ndarray
+        ``f``, ``loss``, ``lagrangian``, ``violation``, ``grad_norm``,
+        ``multiplier_norm``, ``time`` per iterate.
+    objective_ : float
+        Eq. 5 (without ``b``) at the returned ``(T, w)``.
+    n_features_in_ : int
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+
+    def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
+                 constraint="bdmm", lr_multiplier=None, damping=1.0,
+                 update="alternating", retraction="polar", init="random",
+                 tol=1e-4, constraint_tol=1e-3, seed=0):
+        self.n_components = n_components
+        self.lam = lam
+        self.lr = lr
+        self.max_iter = max_iter
+        self.constraint = constraint
+        self.lr_multiplier = lr_multiplier
+        self.damping = damping
+        self.update = update
+        self.retraction = retraction
+        self.init = init
+        self.tol = tol
+        self.constraint_tol = constraint_tol
+        self.seed = seed
+
+    def _validate_params(self):
+        check_nonnegative(self.lam, "lam")
+        check_positive(self.lr, "lr")
+        if self.lr_multiplier is not None:
+            check_positive(self.lr_multiplier, "lr_multiplier")
+        check_nonnegative(self.damping, "damping")
+        check_nonnegative(self.tol, "tol")
+        check_nonnegative(self.constraint_tol, "constraint_tol")
+        _check_int(self.max_iter, "max_iter", 1)
+        for name, allowed in (("constraint", CONSTRAINTS), ("update", UPDATES),
+                              ("retraction", RETRACTIONS), ("init", INITS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise DataError(f"{name} must be one of {allowed}, got {value!r}")
+
+    def _initial_T(self, n, k):
+        rng = np.random.default_rng(self.seed)
+        if self.init == "uniform":
+            return rng.uniform(0.0, 1.0, size=(n, k)) / math.sqrt(n)
+        T0 = rng.standard_normal((n, k)) / math.sqrt(n)
+        if self.init == "orthonormal":
+            T0 = stiefel_retraction(T0, "polar")
+        return T0
+
+    def fit(self, X, y, qid=None):
+        """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``."""
+        self._validate_params()
+        loss = PairwiseLogistic(X, y, qid)
+        objective = LifeRankObjective(loss, self.n_components, self.lam)
+        n, k = objective.n, objective.k
+        result = liferank_solve(
+            objective, self._initial_T(n, k), np.ones(k),
+            constraint=self.constraint, lr=self.lr,
+            lr_multiplier=self.lr_multiplier, damping=self.damping,
+            update=self.update, retraction=self.retraction,
+            max_iter=int(self.max_iter), tol=self.tol,
+            constraint_tol=self.constraint_tol)
+        if not (np.all(np.isfinite(result.T)) and np.all(np.isfinite(result.w))):
+            raise FloatingPointError(
+                "LifeRank diverged (non-finite T or w): lower lr"
+                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
+            )
+        self.components_ = result.T
+        self.coef_ = result.w
+        self.multipliers_ = result.multipliers
+        self.orthonormality_error_ = orthonormality_error(result.T)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["f"][-1])
+        self.n_features_in_ = n
+        return self
+
+    def fit_transform(self, X, y, qid=None):
+        """``fit(X, y, qid).transform(X)``."""
+        return self.fit(X, y, qid).transform(X)
+
+    def _check_input(self, X):
+        check_is_fitted(self, "components_")
+        X = check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise DataError(
+                f"X has {X.shape[1]} features, but LifeRank was fitted with "
+                f"{self.n_features_in_}"
+            )
+        return X
+
+    def transform(self, X):
+        """The extracted features ``X T`` (shape ``(m, n_components)``)."""
+        X = self._check_input(X)
+        return np.asarray(X @ self.components_)
+
+    def predict(self, X):
+        """LifeRank's own scores ``X T w``."""
+        X = self._check_input(X)
+        return np.asarray(X @ (self.components_ @ self.coef_)).ravel()

@@ -1,0 +1,211 @@
+r"""The basic differential multiplier method (Platt & Barr 1988) in discrete time.
+
+For ``min_x f(x)`` subject to ``c(x) = 0`` (``c : R^N -> R^M``) with the
+Lagrangian ``L(x, lambda) = f(x) + lambda^T c(x)``, a stationary point of
+``L`` is a *saddle point*: a minimum in ``x`` but not in ``lambda`` (``L`` is
+linear in ``lambda``).  Gradient descent on both diverges along ``lambda``.
+BDMM descends in ``x`` and **ascends** in ``lambda``,
+
+.. math::
+
+    x_{t+1} = x_t - \eta\, \nabla_x L_\mu(x_t, \lambda_t), \qquad
+    \lambda_{t+1} = \lambda_t + \eta_\lambda\, c(x_{t+1}),
+
+(LifeRank's eq. 8 with ``eta_lambda = eta``), where ``L_mu = L + (mu/2)
+||c||^2``.  ``mu = 0`` is BDMM; ``mu > 0`` is Platt & Barr's *modified*
+method (MDMM), whose penalty damps the oscillation of ``x`` around the
+constraint surface.  ``update="alternating"`` uses the new ``x`` in the
+multiplier step (as written above); ``"simultaneous"`` uses ``c(x_t)``, the
+explicit Euler discretisation of the BDMM differential equation, which
+amplifies the oscillation of an undamped mode by ``sqrt(1 + eta eta_lambda
+omega^2)`` per step.
+
+Derived in: book/06_liferank_bdmm.md#liferank
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..exceptions import DataError
+from ._result import SolverResult
+
+#: When the multiplier step reads the constraint (see the module docstring).
+UPDATES = ("alternating", "simultaneous")
+
+
+@dataclass
+class BDMMResult(SolverResult):
+    """A :class:`refimpl.solvers.SolverResult` that also carries the multipliers.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    multipliers : ndarray of shape (M,)
+        ``lambda`` at the returned iterate.
+    """
+
+    multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def _check_rate(value, name, allow_zero=False):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        need = "non-negative" if allow_zero else "positive"
+        raise DataError(f"{name} must be finite and {need}, got {value!r}")
+    return v
+
+
+def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
+         update="alternating", max_iter=1000, tol=1e-6, constraint_tol=1e-6,
+         monitor=None, warn=True):
+    r"""Basic (or modified) differential multiplier method, discretised.
+
+    Parameters
+    ----------
+    problem : object
+        With ``fun(x) -> float`` (``f``), ``grad(x)`` (``grad f``, valid right
+        after ``fun`` at the same ``x``), ``constraint(x)`` (``c(x)``, shape
+        ``(M,)``) and ``constraint_vjp(x, u)`` (``J_c(x)^T u``, shape
+        ``(N,)``).
+    x0 : array-like of shape (N,)
+    multipliers0 : array-like of shape (M,), optional
+        Starting multipliers; zeros by default.
+    lr : float
+        Primal step ``eta > 0``.
+    lr_multiplier : float, optional
+        Multiplier step ``eta_lambda > 0``; ``lr`` by default (one learning
+        rate, as LifeRank's eq. 8).
+    damping : float, default 0.0
+        ``mu >= 0`` of the modified method; 0 is BDMM.
+    update : {"alternating", "simultaneous"}
+        Whether the multiplier step uses ``c(x_{t+1})`` or ``c(x_t)``.
+    max_iter : int, default 1000
+    tol : float, default 1e-6
+        Relative stationarity tolerance (see Returns).
+    constraint_tol : float, default 1e-6
+        Absolute feasibility tolerance on ``||c(x)||``.
+    monitor : callable, optional
+        ``monitor(x) -> dict`` of extra scalars recorded after every
+        evaluation (called right after ``fun(x)``, so it may read the
+        problem's cached state).
+    warn : bool, default True
+        Emit a ``ConvergenceWarning`` when ``max_iter`` is reached.
+
+    Returns
+    -------
+    BDMMResult
+        ``w`` is the last ``x``, ``multipliers`` the last ``lambda``;
+        ``converged`` means
+        ``||grad_x L_mu(x_t, lambda_t)|| <= tol * max(1,
+        ||grad_x L_mu(x_0, lambda_0)||)`` and ``||c(x_t)|| <= constraint_tol``.
+        ``history`` holds, per iterate, ``f``, ``lagrangian`` (``L_mu``),
+        ``violation`` (``||c||``), ``grad_norm`` (``||grad_x L_mu||``),
+        ``multiplier_norm``, ``time`` and the monitor's keys.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+    lr = _check_rate(lr, "lr")
+    lr_lam = lr if lr_multiplier is None else _check_rate(lr_multiplier,
+                                                          "lr_multiplier")
+    mu = _check_rate(damping, "damping", allow_zero=True)
+    if update not in UPDATES:
+        raise DataError(f"update must be one of {UPDATES}, got {update!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) \
+            or max_iter < 0:
+        raise DataError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    tol = _check_rate(tol, "tol", allow_zero=True)
+    constraint_tol = _check_rate(constraint_tol, "constraint_tol", allow_zero=True)
+
+    x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    t0 = time.perf_counter()
+    f = float(problem.fun(x))
+    g = np.asarray(problem.grad(x), dtype=np.float64)
+    c = np.asarray(problem.constraint(x), dtype=np.float64).ravel()
+    lam = (np.zeros(c.size) if multipliers0 is None
+           else np.array(multipliers0, dtype=np.float64, copy=True).ravel())
+    if lam.shape != c.shape:
+        raise DataError(
+            f"multipliers0 must have shape {c.shape} (one per constraint), "
+            f"got {lam.shape}"
+        )
+    history = {key: [] for key in ("f", "lagrangian", "violation", "grad_norm",
+                                   "multiplier_norm", "time")}
+
+    def lagrangian_grad():
+        if c.size == 0:
+            return g
+        return g + np.asarray(problem.constraint_vjp(x, lam + mu * c))
+
+    def record(gL, extra):
+        # the norms of a diverging run overflow; it is reported by `message`
+        with np.errstate(over="ignore", invalid="ignore"):
+            _record(gL, extra)
+
+    def _record(gL, extra):
+        history["f"].append(f)
+        history["lagrangian"].append(f + float(lam @ c) + 0.5 * mu * float(c @ c))
+        history["violation"].append(float(np.linalg.norm(c)))
+        history["grad_norm"].append(float(np.linalg.norm(gL)))
+        history["multiplier_norm"].append(float(np.linalg.norm(lam)))
+        history["time"].append(time.perf_counter() - t0)
+        for key, value in extra.items():
+            history.setdefault(key, []).append(value)
+
+    gL = lagrangian_grad()
+    record(gL, monitor(x) if monitor else {})
+    scale = max(1.0, float(np.linalg.norm(gL)))
+
+    def done(gL):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (float(np.linalg.norm(gL)) <= tol * scale
+                    and float(np.linalg.norm(c)) <= constraint_tol)
+
+    n_iter = 0
+    converged = done(gL)
+    message = "stopping rule met at the starting point" if converged else ""
+    while not converged and n_iter < max_iter:
+        # a diverging run overflows before it is detected below; it is
+        # reported through the message, not through floating-point warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = x - lr * gL
+            f = float(problem.fun(x))
+            extra = monitor(x) if monitor else {}
+            g = np.asarray(problem.grad(x), dtype=np.float64)
+            c_new = np.asarray(problem.constraint(x), dtype=np.float64).ravel()
+            # ascent in the multipliers: the sign that makes the saddle attracting
+            lam = lam + lr_lam * (c_new if update == "alternating" else c)
+            c = c_new
+            n_iter += 1
+            finite = (math.isfinite(f) and np.all(np.isfinite(x))
+                      and np.all(np.isfinite(c)))
+            if not finite:
+                message = f"diverged at iteration {n_iter} (non-finite iterate)"
+                record(np.full_like(x, np.nan), extra)
+                break
+            gL = lagrangian_grad()
+            record(gL, extra)
+        converged = done(gL)
+    if converged and not message:
+        message = f"converged in {n_iter} iterations"
+    elif not converged and not message:
+        message = (
+            f"max_iter={max_iter} reached: ||grad_x L|| = "
+            f"{history['grad_norm'][-1]:.3e}"
+            f" (tol {tol:g} x {scale:.3e}), ||c|| = {history['violation'][-1]:.3e}"
+            f" (constraint_tol {constraint_tol:g})"
+        )
+    if not converged and warn:
+        warnings.warn(f"bdmm: {message}", ConvergenceWarning, stacklevel=2)
+    return BDMMResult(w=x, n_iter=n_iter, converged=bool(converged),
+                      history=history, message=message, multipliers=lam)
