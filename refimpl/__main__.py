@@ -163,13 +163,14 @@ def main(argv=None):
             from distributed import Client, LocalCluster
 
             if args.scheduler:
-                client = Client(args.scheduler)
+                with Client(args.scheduler):
+                    result = run(config)
             else:
                 n = args.n_jobs if args.n_jobs > 0 else None
-                client = Client(LocalCluster(n_workers=n, threads_per_worker=1,
-                                             dashboard_address=None))
-            with client:
-                result = run(config)
+                with LocalCluster(n_workers=n, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+                        Client(cluster):
+                    result = run(config)
         else:
             result = run(config)
     except (DataError, DatasetNotFoundError) as err:

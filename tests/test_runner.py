@@ -316,3 +316,15 @@ def test_paper_comparison_uses_selected_fold1_and_fixed_settings(first_run):
     task = next(t for t in tables["tasks"] if t["method"] == "ranksvm-l1"
                 and json.loads(t["params"]) == {"C": 0.1})
     assert rows[2]["ours"] == pytest.approx(task["test_NDCG@10"])
+
+
+def test_cli_dask_local_cluster(tiny_root, tmp_path):
+    pytest.importorskip("distributed")
+    argv = ["run", "--dataset", "TINY", "--letor-home", str(tiny_root),
+            "--methods", "ranksvm", "--grid", "ranksvm:C=0.1,1", "--folds", "1",
+            "--backend", "dask", "--n-jobs", "1", "--out", str(tmp_path),
+            "--quiet"]
+    assert main(argv) == 0
+    tasks = load_results(tmp_path / "TINY")["tasks"]
+    assert [json.loads(t["params"]) for t in tasks] == [{"C": 0.1}, {"C": 1}]
+    assert all(t["status"] == "ok" and not t["cached"] for t in tasks)

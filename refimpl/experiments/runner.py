@@ -265,8 +265,6 @@ def validate_config(config):
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) \
             or not (n_jobs >= 1 or n_jobs == -1):
         raise DataError(f"n_jobs must be a positive integer or -1; got {n_jobs!r}")
-    if config.cache and config.out is None:
-        pass  # nothing to cache into; cache is silently off
     extra = set(config.grids) - set(names)
     if extra:
         raise DataError(
