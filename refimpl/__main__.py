@@ -168,7 +168,7 @@ def main(argv=None):
             else:
                 n = args.n_jobs if args.n_jobs > 0 else None
                 with LocalCluster(n_workers=n, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
                         Client(cluster):
                     result = run(config)
         else:

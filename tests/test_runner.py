@@ -221,7 +221,7 @@ def test_dask_local_cluster_equals_local(first_run, tiny_root):
     distributed = pytest.importorskip("distributed")
     result, _ = first_run
     with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
         dres = run(config(tiny_root, backend="dask", n_jobs=-1))
     assert _comparable(dres) == _comparable(result)
