@@ -756,6 +756,21 @@ def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
     return selected
 
 
+def _fit_ranksvm_on(estimator, X, y, qid, selected):
+    """Second stage of GAS-E and FSMSVM: RankSVM on the columns ``selected``."""
+    svm = RankSVM(C=estimator.C).fit(X[:, selected], y, qid)
+    coef = np.zeros(X.shape[1])
+    coef[selected] = svm.coef_
+    estimator.coef_ = coef
+    estimator.selected_ = selected
+    estimator.ranksvm_ = svm
+    estimator.n_iter_ = svm.n_iter_
+    estimator.converged_ = svm.converged_
+    estimator.history_ = svm.history_
+    estimator.n_features_in_ = X.shape[1]
+    return estimator
+
+
 class GASRanker(_LinearRanker):
     """GAS-E: GAS feature selection, then RankSVM on the selected features.
 
@@ -802,19 +817,9 @@ class GASRanker(_LinearRanker):
         check_nonnegative(self.c, "c")
         check_positive(self.C, "C")
         selected, importance, similarity = _gas(X, y, qid, self.n_features, self.c)
-        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
-        coef = np.zeros(X.shape[1])
-        coef[selected] = svm.coef_
-        self.coef_ = coef
-        self.selected_ = selected
         self.importance_ = importance
         self.similarity_ = similarity
-        self.ranksvm_ = svm
-        self.n_iter_ = svm.n_iter_
-        self.converged_ = svm.converged_
-        self.history_ = svm.history_
-        self.n_features_in_ = X.shape[1]
-        return self
+        return _fit_ranksvm_on(self, X, y, qid, selected)
 
 
 class FSMSVM(_LinearRanker):
@@ -860,15 +865,5 @@ class FSMSVM(_LinearRanker):
         check_positive(self.C, "C")
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
-        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
-        coef = np.zeros(X.shape[1])
-        coef[selected] = svm.coef_
-        self.coef_ = coef
-        self.selected_ = selected
         self.fsmrank_ = fsm
-        self.ranksvm_ = svm
-        self.n_iter_ = svm.n_iter_
-        self.converged_ = svm.converged_
-        self.history_ = svm.history_
-        self.n_features_in_ = X.shape[1]
-        return self
+        return _fit_ranksvm_on(self, X, y, qid, selected)
