@@ -1,8 +1,21 @@
-"""Shared fixtures."""
+"""Shared fixtures and the hypothesis profiles."""
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw their examples from a seed fixed per test ("ci", the
+# default), so every run of `make test`, here or in CI, checks the same
+# cases and a failure reproduces on the next run.  HYPOTHESIS_PROFILE=explore
+# draws fresh examples each run (and 5x as many where a test does not set
+# its own count): the way to hunt for new counter-examples, which then
+# become explicit regression tests.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True,
+                          max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The real LETOR data lives next to the repository (/work/shared/letor), never
 # inside it; see that folder's README.md.

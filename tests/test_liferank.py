@@ -117,7 +117,7 @@ def test_kernel_extreme_margins_stay_finite():
 @pytest.mark.parametrize("scale", [1e-9, 1.0, 30.0, 300.0])
 def test_fast_kernel_product_accumulation_on_many_pairs(scale):
     # thousands of pairs per query: every branch of the log-of-a-product
-    # accumulation (r < SMALL, renormalised product, r > PROD_MAX) is taken
+    # accumulation (small excess u, u folded past FOLD, r > PROD_MAX) is taken
     rng = np.random.default_rng(int(scale * 7) % 1000)
     y = rng.integers(0, 4, size=400)
     qid = np.repeat([1, 2], 200)
@@ -130,6 +130,27 @@ def test_fast_kernel_product_accumulation_on_many_pairs(scale):
     direct = K.value_ds_direct(s, pairs.i, pairs.j, ds_direct)
     assert fast == pytest.approx(direct, rel=1e-12)
     np.testing.assert_allclose(ds_fast, ds_direct, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("gap", [14.28, 25.0, 35.0])
+@pytest.mark.parametrize("n_pairs", [1, 7, 300])
+def test_fast_kernel_keeps_relative_accuracy_on_small_losses(gap, n_pairs):
+    # every pair ranked right by a wide margin: the loss is tiny (down to
+    # 1e-15 per pair) and must still be exact to a few ulps *relatively*;
+    # accumulating the product 1 + r itself rounded r to 1e-16 absolute (a
+    # hypothesis run found 7e-11 relative error at gap 14.28, one pair).
+    rng = np.random.default_rng(n_pairs)
+    m = n_pairs + 1
+    s = np.concatenate([[gap], rng.uniform(-1.0, 0.0, size=n_pairs)])
+    y = np.concatenate([[1], np.zeros(n_pairs, dtype=int)])
+    qid = np.zeros(m, dtype=int)
+    pairs = preference_pairs(y, qid)
+    from refimpl._validation import group_queries
+    g = group_queries(qid, m)
+    ds = np.empty(m)
+    fast = K.value_ds(s, g.order, g.indptr, pairs.i, pairs.j, np.empty(m), ds)
+    exact = math.fsum(math.log1p(math.exp(-(s[0] - s[k]))) for k in range(1, m))
+    assert fast == pytest.approx(exact, rel=4 * n_pairs * 2.0 ** -52)
 
 
 @pytest.mark.parametrize("backend", ["numba", "direct", "numpy"])

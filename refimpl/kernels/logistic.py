@@ -19,13 +19,15 @@ positive number.
 
 The loss value needs ``sum_t log1p(r_t)``, one logarithm per pair, which
 would cost more than everything else in the loop.  It is accumulated
-instead as the logarithm of a product: ``prod *= 1 + r`` for ``r <=
-PROD_MAX``, renormalised with ``frexp`` every ``RENORM`` factors (so the
-product stays below ``2**(64 RENORM)``, far from overflow) and logged once
-at the end; ``r < SMALL`` adds ``r - r^2/2`` directly (``1 + r`` would round
-``r`` away) and ``r > PROD_MAX`` calls ``log1p``.  Each factor adds half an
-ulp of relative error to the product, i.e. about ``1.1e-16`` absolute to
-the loss, the same order as summing ``log1p`` terms.
+instead as the logarithm of a product, kept as its excess over one:
+``u <- u + r + u r`` is ``(1 + u)(1 + r) - 1``, and ``log1p(u)`` is added to
+the total only when ``u`` passes ``FOLD`` (one logarithm per ~44 units of
+loss) and once at the end; ``r > PROD_MAX`` calls ``log1p`` directly.
+Keeping ``u`` rather than the product ``1 + u`` matters when the loss is
+small: ``1 + r`` would round ``r`` to an absolute ``1.1e-16``, a relative
+error of ``1e-10`` on a loss of ``1e-6``, whereas each update of ``u`` has
+a few ulps of *relative* error, so the value keeps relative accuracy at
+every scale (the same as summing ``log1p`` terms).
 """
 
 import math
@@ -36,14 +38,12 @@ from numba import njit
 #: Below this, ``a_i = exp(s_i - c_q)`` is treated as underflowed.
 TINY = 1e-250
 
-#: ``log1p(r)`` for ``r`` below this is ``r - r^2/2`` (error below ``r^3/3``).
-SMALL = 1e-8
-
 #: Factors ``1 + r`` above this are logged one by one.
 PROD_MAX = 2.0 ** 64
 
-#: The running product is renormalised (``frexp``) after this many factors.
-RENORM = 8
+#: The excess ``u`` of the running product over one is logged and reset
+#: when it passes this (``u r <= 2**128``: far from overflow).
+FOLD = 2.0 ** 64
 
 
 @njit(cache=True)
@@ -76,9 +76,7 @@ def value_ds(s, order, indptr, pi, pj, a, ds):
             a[i] = math.exp(s[i] - c)
     ds[:] = 0.0
     total = 0.0
-    prod = 1.0          # prod(1 + r) = prod_mantissa * 2**prod_exp
-    prod_exp = 0
-    n_fac = 0
+    u = 0.0             # prod(1 + r) - 1, see the module docstring
     cur = -1
     acc = 0.0
     ai = 0.0
@@ -94,15 +92,11 @@ def value_ds(s, order, indptr, pi, pj, a, ds):
         aj = a[j]
         if ai > TINY and aj > TINY:
             r = aj / ai                      # e^{-(s_i - s_j)}
-            if r < SMALL:
-                total += r - 0.5 * r * r
-            elif r <= PROD_MAX:
-                prod *= 1.0 + r
-                n_fac += 1
-                if n_fac == RENORM:
-                    prod, e = math.frexp(prod)
-                    prod_exp += e
-                    n_fac = 0
+            if r <= PROD_MAX:
+                u += r + u * r
+                if u > FOLD:
+                    total += math.log1p(u)
+                    u = 0.0
             else:
                 total += math.log1p(r)
             g = aj / (ai + aj)
@@ -113,7 +107,7 @@ def value_ds(s, order, indptr, pi, pj, a, ds):
         ds[j] += g
     if cur >= 0:
         ds[cur] += acc
-    return total + (math.log(prod) + prod_exp * math.log(2.0))
+    return total + math.log1p(u)
 
 
 @njit(cache=True)
