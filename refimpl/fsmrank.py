@@ -65,10 +65,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_labels, check_X, group_queries
+from ._validation import check_labels, check_X
 from .exceptions import DataError
 from .metrics import ndcg_at_k
-from .pairs import pair_counts
+from .pairs import pair_counts, query_sign_grams
 
 __all__ = [
     "IMPORTANCE_FLOOR",
@@ -599,23 +599,10 @@ def kendall_similarity(X, qid=None, *, chunk=1 << 17):
     ndarray of shape (d, d)
         Symmetric, in [0, 1].
     """
-    X = check_X(X)
-    if sp.issparse(X):
-        X = X.toarray()
-    n, d = X.shape
-    groups = group_queries(qid, n)
+    d = check_X(X).shape[1]
     tau_sum = np.zeros((d, d))
     count = np.zeros((d, d))
-    for q in range(groups.n_queries):
-        rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
-        m = rows.shape[0]
-        if m < 2:
-            continue
-        a, b = np.triu_indices(m, 1)
-        C = np.zeros((d, d))
-        for s in range(0, len(a), chunk):
-            S = np.sign(rows[a[s:s + chunk]] - rows[b[s:s + chunk]])
-            C += S.T @ S
+    for C, _ in query_sign_grams(X, qid, chunk=chunk):
         nt = np.diag(C).copy()
         valid = nt > 0
         with np.errstate(divide="ignore", invalid="ignore"):

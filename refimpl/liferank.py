@@ -39,7 +39,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -49,12 +48,11 @@ from ._validation import (
     check_positive,
     check_ranking_data,
     check_X,
-    group_queries,
 )
 from .exceptions import DataError
 from .fsmrank import feature_ndcg
 from .kernels import logistic as _k
-from .pairs import preference_pairs
+from .pairs import preference_pairs, query_sign_grams
 from .solvers.bdmm import UPDATES, BDMMResult, bdmm
 
 __all__ = [
@@ -715,26 +713,15 @@ def rank_similarity(X, qid=None, *, tau="b"):
     """
     if tau not in TAU_VARIANTS:
         raise DataError(f"tau must be one of {TAU_VARIANTS}, got {tau!r}")
-    X = check_X(X)
-    if sp.issparse(X):
-        X = X.toarray()
-    m, n = X.shape
-    groups = group_queries(qid, m)
+    n = check_X(X).shape[1]
     total = np.zeros((n, n))
     count = np.zeros((n, n))
-    for q in range(groups.n_queries):
-        rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
-        if rows.shape[0] < 2:
-            continue
-        a, b = np.triu_indices(rows.shape[0], 1)
-        S = np.sign(rows[a] - rows[b])
-        C = S.T @ S
+    for C, A in query_sign_grams(X, qid, with_abs=(tau == "eq10")):
         if tau == "b":
             nt = np.diag(C)
             den = np.sqrt(np.outer(nt, nt))
         else:
-            A = np.abs(S)
-            den = A.T @ A
+            den = A
         ok = den > 0
         total[ok] += np.abs(C[ok] / den[ok])
         count += ok

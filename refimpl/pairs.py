@@ -195,3 +195,49 @@ def pair_difference_matrix(
     if sp.issparse(X):
         return (X[pairs.i] - X[pairs.j]).tocsr()
     return X[pairs.i] - X[pairs.j]
+
+
+def query_sign_grams(X, qid=None, *, chunk: int = 1 << 17, with_abs: bool = False):
+    r"""Per query, the Gram matrices of the feature-difference signs.
+
+    For each query of at least two documents, with ``S`` the matrix of
+    ``sign(x_a - x_b)`` over its document pairs ``a < b`` (one column per
+    feature), yields ``C = S^T S``: ``C_{jl}`` is the number of concordant
+    minus discordant pairs of the rankings by features ``j`` and ``l``, and
+    ``C_{jj}`` the number of pairs feature ``j`` does not tie.  With
+    ``with_abs`` also ``|S|^T |S|``, the pairs tied in neither ranking.
+    These are the ingredients of every Kendall-type feature similarity
+    (:func:`refimpl.fsmrank.kendall_similarity`,
+    :func:`refimpl.liferank.rank_similarity`), which differ only in how they
+    normalise and average them.  ``S`` is built ``chunk`` pairs at a time,
+    so memory stays ``O(chunk * d)`` however long a query is.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Yields
+    ------
+    C : ndarray of shape (d, d)
+    A : ndarray of shape (d, d) or None
+        ``|S|^T |S|`` when ``with_abs``, else None.
+    """
+    X = check_X(X)
+    if sp.issparse(X):
+        X = X.toarray()
+    if not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise DataError(f"chunk must be a positive integer, got {chunk!r}")
+    n, d = X.shape
+    groups = group_queries(qid, n)
+    for q in range(groups.n_queries):
+        rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
+        if rows.shape[0] < 2:
+            continue
+        a, b = np.triu_indices(rows.shape[0], 1)
+        C = np.zeros((d, d))
+        A = np.zeros((d, d)) if with_abs else None
+        for s in range(0, len(a), chunk):
+            S = np.sign(rows[a[s:s + chunk]] - rows[b[s:s + chunk]])
+            C += S.T @ S
+            if with_abs:
+                T = np.abs(S)
+                A += T.T @ T
+        yield C, A

@@ -13,6 +13,7 @@ from refimpl.pairs import (
     pair_counts,
     pair_difference_matrix,
     preference_pairs,
+    query_sign_grams,
 )
 
 
@@ -276,3 +277,51 @@ def test_which_validated(bad):
         preference_pairs(y, which=bad)
     with pytest.raises(DataError, match=msg):
         pair_difference_matrix(np.eye(3), y, which=bad)
+
+
+def brute_force_sign_grams(X, qid):
+    """Per query (in sorted qid order), concordant-minus-discordant counts and
+    pairs tied in neither feature, by a loop over document and feature pairs."""
+    out = []
+    for q in np.unique(qid):
+        rows = X[qid == q]
+        m, d = rows.shape
+        if m < 2:
+            continue
+        C, A = np.zeros((d, d)), np.zeros((d, d))
+        for a in range(m):
+            for b in range(a + 1, m):
+                for j in range(d):
+                    for k in range(d):
+                        sj = np.sign(rows[a, j] - rows[b, j])
+                        sk = np.sign(rows[a, k] - rows[b, k])
+                        C[j, k] += sj * sk
+                        A[j, k] += abs(sj) * abs(sk)
+        out.append((C, A))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 7), st.integers(0, 2**31 - 1))
+def test_query_sign_grams_match_brute_force(m, n_q, d, chunk, seed):
+    rng = np.random.default_rng(seed)
+    # few distinct values, so ties within a feature are common
+    X = rng.integers(0, 3, size=(m, d)).astype(float)
+    qid = rng.integers(0, n_q, size=m)
+    got = list(query_sign_grams(X, qid, chunk=chunk, with_abs=True))
+    ref = brute_force_sign_grams(X, qid)
+    assert len(got) == len(ref)
+    for (C, A), (C_ref, A_ref) in zip(got, ref):
+        np.testing.assert_array_equal(C, C_ref)
+        np.testing.assert_array_equal(A, A_ref)
+    no_abs = list(query_sign_grams(X, qid))
+    assert all(A is None for _, A in no_abs)
+    for (C, _), (C_ref, _) in zip(no_abs, ref):
+        np.testing.assert_array_equal(C, C_ref)
+
+
+@pytest.mark.parametrize("chunk", [0, -3, 2.5, "10"])
+def test_query_sign_grams_rejects_bad_chunk(chunk):
+    with pytest.raises(DataError, match="chunk"):
+        list(query_sign_grams(np.ones((4, 2)), np.zeros(4), chunk=chunk))
