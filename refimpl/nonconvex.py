@@ -49,8 +49,16 @@ import numpy as np
 
 from .exceptions import DataError
 
-__all__ = ["ConcavePenalty", "L1Concave", "LogPenalty", "LpPenalty", "MCP", "SCAD",
-           "CONCAVE_PENALTIES", "make_concave_penalty"]
+__all__ = [
+    "CONCAVE_PENALTIES",
+    "MCP",
+    "SCAD",
+    "ConcavePenalty",
+    "L1Concave",
+    "LogPenalty",
+    "LpPenalty",
+    "make_concave_penalty",
+]
 
 
 def _check_param(value, name, *, low=0.0, high=math.inf, low_open=True, high_open=True):

@@ -26,9 +26,9 @@ Derived in: book/06_liferank_bdmm.md#liferank
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 import time
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning

@@ -38,7 +38,7 @@ from ..penalties import WeightedL1
 from ._result import SolverResult
 from .apg import apg
 
-__all__ = ["reweighted_l1", "dc_stationarity"]
+__all__ = ["dc_stationarity", "reweighted_l1"]
 
 _HISTORY_KEYS = ("F", "majorizer", "support", "n_inner", "change", "n_fun", "time")
 
