@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
+from cvx_reference import solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -85,9 +86,7 @@ def cvxpy_fenchel(K, r):
     prob = cp.Problem(
         cp.Minimize(r * r / p * cp.sum_squares(cp.pos(1.0 / r - K @ w))),
         [cp.norm1(w) <= 1.0])
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12,
-               tol_feas=1e-12)
-    assert prob.status == "optimal"
+    solve(prob, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     w_star = project_l1_ball(w.value)
     return w_star, G_explicit(K, r, w_star)
 
@@ -544,9 +543,7 @@ def test_project_l1_ball_cvxpy(seed):
     radius = float(rng.uniform(0.2, 3))
     x = cp.Variable(10)
     prob = cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [cp.norm1(x) <= radius])
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12,
-               tol_feas=1e-12)
-    assert prob.status == "optimal"
+    solve(prob, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     np.testing.assert_allclose(project_l1_ball(v, radius), x.value, atol=1e-7)
 
 
@@ -573,10 +570,8 @@ def cvxpy_problem2(K, C):
     w = cp.Variable(K.shape[1])
     prob = cp.Problem(cp.Minimize(cp.norm1(w)
                                   + C / p * cp.sum_squares(cp.pos(1 - K @ w))))
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12,
-               tol_feas=1e-12)
-    assert prob.status == "optimal"
-    return w.value, prob.value
+    value = solve(prob, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return w.value, value
 
 
 @pytest.mark.parametrize("seed, C", [(0, 10.0), (1, 10.0), (3, 30.0), (2, 100.0)])

@@ -8,6 +8,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
+from cvx_reference import solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -263,12 +264,19 @@ def test_w_step_matches_cvxpy_with_intercept_zero():
     margins = cp.hstack([Kmat @ wv + b, -(-Kmat @ wv + b)])
     prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-margins)) / (2 * p)
                                   + lam / 2 * cp.sum_squares(wv)))
-    prob.solve(solver=cp.CLARABEL)
-    assert prob.status == "optimal"
-    assert abs(b.value) < 1e-6
-    np.testing.assert_allclose(w, wv.value, atol=1e-5 * max(1, np.abs(wv.value).max()))
+    value = solve(prob)
+    # The intercept is zero at the optimum because the objective is even in b.
+    # Near 0 the objective is flat in b (quadratic), so Clarabel pins b down
+    # only to about the square root of its objective accuracy (1.6e-6 under
+    # one OpenBLAS kernel, less under others): we judge b by what it buys.
+    # Letting b free must not lower the objective below ours at b = 0.
     F, _, _ = obj.value_and_grads(T, w)
-    assert abs(F - prob.value) <= 1e-6 * max(1, abs(prob.value))
+    assert value >= F - 1e-9 * max(1, abs(F))
+    assert abs(F - value) <= 1e-6 * max(1, abs(value))
+    # lam-strong convexity in w: ||w_cvx - w*||^2 <= 2 (F(w_cvx, b_cvx) - F*) / lam,
+    # with F* within 1e-9 of ours (tol = 1e-11 on the gradient)
+    radius = np.sqrt(2 * (value - F + 1e-9) / lam)
+    assert np.linalg.norm(w - wv.value) <= radius
 
 
 def test_stiefel_solution_matches_cvxpy_in_v():
@@ -284,10 +292,9 @@ def test_stiefel_solution_matches_cvxpy_in_v():
     v = cp.Variable(obj.n)
     prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-Kmat @ v)) / len(Kmat)
                                   + lam / 2 * cp.sum_squares(v)))
-    prob.solve(solver=cp.CLARABEL)
-    assert prob.status == "optimal"
+    value = solve(prob)
     F = res.history["f"][-1]
-    assert abs(F - prob.value) <= 1e-6 * max(1, abs(prob.value))
+    assert abs(F - value) <= 1e-6 * max(1, abs(value))
     np.testing.assert_allclose(res.T @ res.w, v.value,
                                atol=1e-4 * np.abs(v.value).max())
 
