@@ -26,10 +26,13 @@ above ``y_i`` (``Larger``, eq. 26); sweep downwards for the levels below
 Both cost O(l_q log l_q) for the sort plus O(l_q log k_q) per query (eq. 29).
 The helpers :func:`label_levels`, :func:`sort_by_score` and
 :func:`center_per_query` prepare the inputs shared with
-:mod:`refimpl.kernels.direct_count`.  :func:`hess_dz_selection_tree` is
-the fused form used for Hessian-vector products, where the sort and the
-counts ``l^+-`` of the last function evaluation are reused and only the
-sums ``gamma^+-`` change.
+:mod:`refimpl.kernels.direct_count`.  :func:`value_dz_selection_tree` and
+:func:`hess_dz_selection_tree` are the fused forms the loss uses: loss,
+score gradient and counts in one pass, and Hessian-vector products, where
+the sort and the counts ``l^+-`` of the last function evaluation are
+reused and only the sums ``gamma^+-`` change.  Both keep their sums in
+double-double arithmetic, so the per-document coefficients are within a few
+ulps of the explicit-pairs result however widely a query's scores spread.
 
 Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 """
@@ -284,36 +287,107 @@ def sv_stats_selection_tree(
             g_minus[i] = s
 
 
+# --------------------------------------------------------------------------
+# compensated (double-double) arithmetic for the fused kernels
+# --------------------------------------------------------------------------
+#
+# A per-document coefficient such as sum_j (t_i - t_j) = l t_i - sum_j t_j is
+# a small difference of large sums when a query's values form distant
+# clusters (+-1e8 with spreads of order 1): in plain float64 the error is
+# eps * (l |t_i| + sum |t_j|), not eps * sum |t_i - t_j|.  The fused kernels
+# therefore keep every tree sum as an unevaluated pair ``hi + lo`` (the
+# rounding errors of the ``hi`` additions, captured exactly by TwoSum, are
+# accumulated in ``lo``) and assemble in the same arithmetic, which pushes
+# the cancellation error down to eps^2 * (l |t_i| + sum |t_j|).  Every
+# operation is an IEEE-754 binary64 addition or multiplication (numba
+# contracts nothing into an FMA without ``fastmath``), so the results are
+# the same on every machine.
+
+
+@njit(cache=True)
+def _two_sum(a, b):
+    """``s + e = a + b`` exactly, ``s = fl(a + b)`` (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+@njit(cache=True)
+def _two_prod(a, b):
+    """``p + e = a * b`` exactly, ``p = fl(a * b)`` (Dekker, no FMA).
+
+    Exact while ``|a|, |b| < 2^996``; a non-finite product gives ``e = 0``.
+    """
+    p = a * b
+    if not np.isfinite(p):
+        return p, 0.0
+    c = 134217729.0 * a  # 2^27 + 1: split into 26-bit halves
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+@njit(cache=True)
+def _dd_add(ah, al, bh, bl):
+    """Double-double ``(ah + al) + (bh + bl)``, renormalised."""
+    s, e = _two_sum(ah, bh)
+    e += al + bl
+    h = s + e
+    return h, e - (h - s)
+
+
+@njit(cache=True)
+def _dd_mul(ah, al, bh, bl):
+    """Double-double ``(ah + al) * (bh + bl)``, renormalised."""
+    p, e = _two_prod(ah, bh)
+    e += ah * bl + al * bh
+    h = p + e
+    return h, e - (h - p)
+
+
+@njit(cache=True)
+def _dd_scale(c, ah, al):
+    """Double-double ``c * (ah + al)`` for an integer count ``c``."""
+    p, e = _two_prod(c, ah)
+    e += c * al
+    h = p + e
+    return h, e - (h - p)
+
+
 @njit(cache=True)
 def hess_dz_selection_tree(
     z, t, level, nlev, perm, order, indptr, margin, l_plus, l_minus, out
 ):
     """Hessian product in score space, ``out = 2 A_w^T A_w t``, in one pass.
 
-    The fused form of :func:`center_per_query`, :func:`sv_stats_selection_tree`
-    and the assembly of eq. 17 for a Hessian-vector product, where the
-    active set (the scores ``z``, their order ``perm`` and the counts
-    ``l^+-``) is fixed by the last function evaluation and only the sums
-    ``gamma^+-(t)`` are new.  Per query: ``t`` is centred (its mean taken in
-    ``order`` order, as :func:`center_per_query` does); ``z``, centred
-    ``t`` and ``level`` are gathered in score order into contiguous
-    buffers; the two sweeps of Algorithm 2 keep a selection tree of sums
-    only (no counts) and query it branch-free (a node's sibling, or the
-    always-zero slot 0 of the implicit array when the sibling is not on the
-    wanted side); then
+    The fused form of :func:`sv_stats_selection_tree` and the assembly of
+    eq. 17 for a Hessian-vector product, where the active set (the scores
+    ``z``, their order ``perm`` and the counts ``l^+-``) is fixed by the
+    last function evaluation and only the sums ``gamma^+-(t)`` are new.
+    Per query: ``z``, ``t`` and ``level`` are gathered in score order into
+    contiguous buffers; the two sweeps of Algorithm 2 keep a selection tree
+    of sums only (no counts) and query it branch-free (a node's sibling,
+    or the always-zero slot 0 of the implicit array when the sibling is
+    not on the wanted side); then
 
-        out_i = 2 [(l_i^+ + l_i^-) tc_i - gamma_i^+ - gamma_i^-]
+        out_i = 2 [(l_i^+ + l_i^-) t_i - gamma_i^+ - gamma_i^-]
+              = 2 sum_{j in SV_i^+ u SV_i^-} (t_i - t_j)
 
     is written in place.  O(l_q log k_q) per query after the sort; the only
-    scratch is a tree of ``2 p`` sums and four buffers of the longest
-    query's length, allocated once per call.
+    scratch is a tree of ``2 p`` double-double sums and five buffers of the
+    longest query's length, allocated once per call.
 
     Parameters
     ----------
     z : ndarray of float64, shape (n,)
         Scores ``X w`` of the last function evaluation (decide SV(w)).
     t : ndarray of float64, shape (n,)
-        ``X v``, raw (centred here).
+        ``X v``.
     level, nlev, perm, indptr, margin
         As in :func:`sv_stats_selection_tree`; ``perm`` must be the sort of
         ``z`` (:func:`sort_by_score`).
@@ -327,12 +401,19 @@ def hess_dz_selection_tree(
 
     Notes
     -----
-    The floating-point operations are those of the unfused sequence, in
-    the same order (same mean, same insertions into the same tree nodes,
-    same assembly ``((l^+ + l^-) tc - gamma^+) - gamma^-``; the skipped
-    siblings add an exact ``+0.0``), so the result equals it bit for bit
-    (up to the sign of zeros; numba contracts no ``a * b - c`` into an FMA
-    without ``fastmath``), which ``tests/test_ostree.py`` checks.
+    Accuracy: the sums ``gamma^+-`` are kept in double-double (TwoSum into
+    every tree node) and the assembly is done in the same arithmetic, so
+    with ``u = 2^-53``
+
+        |out_i - 2 sum_j (t_i - t_j)| <= u |out_i| + O(l_q u^2)
+                                          (l_i |t_i| + sum_j |t_j|),
+
+    a few ulps of the explicit-pairs result whatever the spread of ``t``
+    and ``z`` in the query (two clusters at +-1e8 included).  Plain float64
+    sums would leave ``u (l_i |t_i| + sum_j |t_j|)``, which is why ``t``
+    is no longer centred per query: a rounded centring changes each
+    ``t_i - t_j`` by up to ``u (|t_i| + |t_j|)`` (``tests/test_ostree.py``
+    checks the bound against ``math.fsum`` of the pair terms).
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
@@ -344,11 +425,14 @@ def hess_dz_selection_tree(
     pmax = 1
     while pmax < kmax:
         pmax *= 2
-    tsum = np.zeros(2 * pmax)  # tsum[0] stays 0: the "no sibling" slot
+    # node sums hi + lo; slot 0 stays 0: the "no sibling" slot
+    th = np.zeros(2 * pmax)
+    tl = np.zeros(2 * pmax)
     zb = np.empty(lmax)
     tb = np.empty(lmax)
     lb = np.empty(lmax, dtype=np.int64)
-    gb = np.empty(lmax)
+    gh = np.empty(lmax)
+    gl = np.empty(lmax)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
@@ -358,20 +442,17 @@ def hess_dz_selection_tree(
             for a in range(lo, hi):
                 out[order[a]] = 0.0
             continue
-        s = 0.0
-        for a in range(lo, hi):
-            s += t[order[a]]
-        mean = s / n
         for a in range(n):
             j = perm[lo + a]
             zb[a] = z[j]
-            tb[a] = t[j] - mean
+            tb[a] = t[j]
             lb[a] = level[j]
         p = 1
         while p < k:
             p *= 2
         # ---- gamma^+ : increasing z, right siblings met from a left child --
-        tsum[1 : 2 * p] = 0.0
+        th[1 : 2 * p] = 0.0
+        tl[1 : 2 * p] = 0.0
         b = 0
         for a in range(n):
             zi = zb[a]
@@ -379,17 +460,25 @@ def hess_dz_selection_tree(
                 m = p + lb[b]
                 tj = tb[b]
                 while m >= 1:
-                    tsum[m] += tj
+                    s, e = _two_sum(th[m], tj)
+                    th[m] = s
+                    tl[m] += e
                     m >>= 1
                 b += 1
             g = 0.0
+            ge = 0.0
             m = p + lb[a]
             while m > 1:  # m even: sibling m + 1; m odd: slot 0
-                g += tsum[(m + 1) * (1 - (m & 1))]
+                sib = (m + 1) * (1 - (m & 1))
+                s, e = _two_sum(g, th[sib])
+                g = s
+                ge += e + tl[sib]
                 m >>= 1
-            gb[a] = g
+            gh[a] = g
+            gl[a] = ge
         # ---- gamma^- : decreasing z, left siblings met from a right child --
-        tsum[1 : 2 * p] = 0.0
+        th[1 : 2 * p] = 0.0
+        tl[1 : 2 * p] = 0.0
         b = n - 1
         for a in range(n - 1, -1, -1):
             zi = zb[a]
@@ -397,16 +486,216 @@ def hess_dz_selection_tree(
                 m = p + lb[b]
                 tj = tb[b]
                 while m >= 1:
-                    tsum[m] += tj
+                    s, e = _two_sum(th[m], tj)
+                    th[m] = s
+                    tl[m] += e
                     m >>= 1
                 b -= 1
             g = 0.0
+            ge = 0.0
             m = p + lb[a]
             while m > 1:  # m odd: sibling m - 1; m even: slot 0
-                g += tsum[(m - 1) * (m & 1)]
+                sib = (m - 1) * (m & 1)
+                s, e = _two_sum(g, th[sib])
+                g = s
+                ge += e + tl[sib]
                 m >>= 1
             i = perm[lo + a]
-            out[i] = 2.0 * (((l_plus[i] + l_minus[i]) * tb[a] - gb[a]) - g)
+            # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double
+            ph, pl = _two_prod(float(l_plus[i] + l_minus[i]), tb[a])
+            s, e = _two_sum(ph, -gh[a])
+            e += pl - gl[a]
+            s2, e2 = _two_sum(s, -g)
+            e2 += e - ge
+            out[i] = 2.0 * (s2 + e2)
+
+
+@njit(cache=True)
+def value_dz_selection_tree(
+    z, level, nlev, perm, order, indptr, margin, l_plus, l_minus, dz
+):
+    """Loss, score gradient and counts at ``z`` in one pass (eqs. 17-19).
+
+    With ``r_ij = margin - (z_i - z_j)`` for ``y_i > y_j`` in one query and
+    the support vectors ``SV(w) = {r_ij > 0}`` (eq. 14), returns the loss
+    ``sum_SV r_ij^2`` and fills
+
+        l_i^+ = |SV_i^+|,  l_i^- = |SV_i^-|,
+        dz_i  = 2 [sum_{j in SV_i^+} r_ji - sum_{j in SV_i^-} r_ij]
+              = 2 [(l_i^+ + l_i^-) z_i - gamma_i^+(z) - gamma_i^-(z)
+                   - margin (l_i^- - l_i^+)]                      (eq. 19).
+
+    The sweeps are those of :func:`sv_stats_selection_tree` (same
+    membership tests, hence the same counts); the tree nodes hold the
+    count and double-double sums of ``z_j`` and ``z_j^2``.  Each ``i`` of
+    the upward sweep gets, from the ``c = l_i^+`` active ``j`` above its
+    level and ``a = margin + z_i`` (exact as a double-double),
+
+        rho_i^+ = c a - sum z_j         = sum_j r_ji       (all terms > 0),
+        V_i     = c a^2 - 2 a sum z_j + sum z_j^2 = sum_j r_ji^2,
+
+    and the downward sweep ``rho_i^- = sum_{j in SV_i^-} r_ij`` likewise;
+    the loss is ``sum_i V_i`` (each pair is counted once, at its lower
+    label) and ``dz_i = 2 (rho_i^+ - rho_i^-)``.
+
+    Parameters
+    ----------
+    z : ndarray of float64, shape (n,)
+        Scores ``X w``.
+    level, nlev, perm, order, indptr, margin
+        As in :func:`hess_dz_selection_tree`; ``perm`` the sort of ``z``.
+    l_plus, l_minus : ndarray of int64, shape (n,)
+        Output counts (0 in one-level queries).
+    dz : ndarray of float64, shape (n,)
+        Output score gradient.
+
+    Returns
+    -------
+    float
+        The loss ``sum_SV r_ij^2``.
+
+    Notes
+    -----
+    Accuracy, with ``u = 2^-53``: ``rho^+-`` are sums of positive terms
+    obtained to within ``u rho + O(l_q u^2) (l |a| + sum |z_j|)``, so
+    ``dz_i`` is within a few ulps of ``2 sum |r|`` of the explicit-pairs
+    value; ``V_i`` is within ``u V_i + O(l_q u^2) (l a^2 + sum z_j^2)``.
+    With plain float64 sums (and a rounded per-query centring) the errors
+    were ``u (l |a| + sum |z_j|)`` and ``u (l a^2 + sum z_j^2)``: relative
+    errors of order 1 when a query's scores form clusters at +-1e8.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax = 1
+    lmax = 0
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+        lmax = max(lmax, indptr[q + 1] - indptr[q])
+    pmax = 1
+    while pmax < kmax:
+        pmax *= 2
+    cnt = np.zeros(2 * pmax, dtype=np.int64)  # slot 0 stays 0
+    s1h = np.zeros(2 * pmax)
+    s1l = np.zeros(2 * pmax)
+    s2h = np.zeros(2 * pmax)
+    s2l = np.zeros(2 * pmax)
+    zb = np.empty(lmax)
+    lb = np.empty(lmax, dtype=np.int64)
+    rh = np.empty(lmax)
+    rl = np.empty(lmax)
+    vh = 0.0
+    vl = 0.0
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        n = hi - lo
+        k = nlev[q]
+        if k <= 1:
+            for a in range(lo, hi):
+                i = order[a]
+                l_plus[i] = 0
+                l_minus[i] = 0
+                dz[i] = 0.0
+            continue
+        for a in range(n):
+            j = perm[lo + a]
+            zb[a] = z[j]
+            lb[a] = level[j]
+        p = 1
+        while p < k:
+            p *= 2
+        # ---- l^+, rho^+, V : increasing z, right siblings ----------------
+        cnt[1 : 2 * p] = 0
+        s1h[1 : 2 * p] = 0.0
+        s1l[1 : 2 * p] = 0.0
+        s2h[1 : 2 * p] = 0.0
+        s2l[1 : 2 * p] = 0.0
+        b = 0
+        for a in range(n):
+            zi = zb[a]
+            while b < n and margin - (zb[b] - zi) > 0.0:
+                m = p + lb[b]
+                zj = zb[b]
+                qh, ql = _two_prod(zj, zj)
+                while m >= 1:
+                    cnt[m] += 1
+                    s, e = _two_sum(s1h[m], zj)
+                    s1h[m] = s
+                    s1l[m] += e
+                    s, e = _two_sum(s2h[m], qh)
+                    s2h[m] = s
+                    s2l[m] += e + ql
+                    m >>= 1
+                b += 1
+            c = 0
+            g1 = 0.0
+            g1e = 0.0
+            g2 = 0.0
+            g2e = 0.0
+            m = p + lb[a]
+            while m > 1:
+                sib = (m + 1) * (1 - (m & 1))
+                c += cnt[sib]
+                s, e = _two_sum(g1, s1h[sib])
+                g1 = s
+                g1e += e + s1l[sib]
+                s, e = _two_sum(g2, s2h[sib])
+                g2 = s
+                g2e += e + s2l[sib]
+                m >>= 1
+            i = perm[lo + a]
+            l_plus[i] = c
+            if c == 0:
+                rh[a] = 0.0
+                rl[a] = 0.0
+                continue
+            ah, al = _two_sum(margin, zi)
+            cf = float(c)
+            ph, pl = _dd_scale(cf, ah, al)  # c a
+            g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
+            rh[a], rl[a] = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
+            # V = a (c a - 2 S1) + S2
+            bh, bl = _dd_add(ph, pl, -2.0 * g1, -2.0 * g1e)
+            xh, xl = _dd_mul(ah, al, bh, bl)
+            xh, xl = _dd_add(xh, xl, g2, g2e)
+            vh, vl = _dd_add(vh, vl, xh, xl)
+        # ---- l^-, rho^- : decreasing z, left siblings ---------------------
+        cnt[1 : 2 * p] = 0
+        s1h[1 : 2 * p] = 0.0
+        s1l[1 : 2 * p] = 0.0
+        b = n - 1
+        for a in range(n - 1, -1, -1):
+            zi = zb[a]
+            while b >= 0 and margin - (zi - zb[b]) > 0.0:
+                m = p + lb[b]
+                zj = zb[b]
+                while m >= 1:
+                    cnt[m] += 1
+                    s, e = _two_sum(s1h[m], zj)
+                    s1h[m] = s
+                    s1l[m] += e
+                    m >>= 1
+                b -= 1
+            c = 0
+            g1 = 0.0
+            g1e = 0.0
+            m = p + lb[a]
+            while m > 1:
+                sib = (m - 1) * (m & 1)
+                c += cnt[sib]
+                s, e = _two_sum(g1, s1h[sib])
+                g1 = s
+                g1e += e + s1l[sib]
+                m >>= 1
+            i = perm[lo + a]
+            l_minus[i] = c
+            # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
+            dh, dl = _two_sum(margin, -zi)
+            ph, pl = _dd_scale(float(c), dh, dl)
+            ph, pl = _dd_add(ph, pl, g1, g1e)
+            ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
+            dz[i] = 2.0 * (ph + pl)
+    return vh + vl
 
 
 # --------------------------------------------------------------------------
