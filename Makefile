@@ -23,12 +23,17 @@ export LETOR_HOME := $(abspath ../shared/letor)
 endif
 endif
 
+define NEWLINE
+
+
+endef
+
 JB := $(BIN)/jupyter-book build . -n -W --keep-going
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:python -p no:cacheprovider \
 	_build/jupyter_execute
 
-.PHONY: install book test unit nbval bench clean
+.PHONY: install book test unit nbval bench clean unit-blas book-blas
 
 install: $(STAMP)
 
@@ -54,6 +59,28 @@ test: install
 	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
 	$(JB)
 	$(NBVAL)
+
+# Machine independence (issue 12): the unit tests, or the whole book, under
+# OpenBLAS kernels other than this machine's.  "default" unsets
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (the processor's own kernel).  Not
+# part of `make test`: CI runs with the environment it is given, and on some
+# processors OPENBLAS_CORETYPE is set there on purpose.  Each run prints the
+# kernel OpenBLAS reports, since an unknown or unsupported name falls back.
+BLAS_CORETYPES ?= Haswell Sandybridge Prescott
+BLAS_KERNEL := $(BIN)/python -c 'from threadpoolctl import threadpool_info as t; \
+	print("OpenBLAS kernel:", *{i.get("architecture") for i in t() if i["user_api"] == "blas"})'
+blas_env = $(if $(filter default,$(1)),env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE,env OPENBLAS_CORETYPE=$(1))
+
+unit-blas: install
+	$(foreach c,$(BLAS_CORETYPES),@echo "== OPENBLAS_CORETYPE=$(c)" && \
+	  $(call blas_env,$(c)) $(BLAS_KERNEL) && \
+	  $(call blas_env,$(c)) $(BIN)/python -m pytest tests -q -p no:cacheprovider$(NEWLINE))
+
+book-blas: install
+	$(foreach c,$(BLAS_CORETYPES),@echo "== OPENBLAS_CORETYPE=$(c)" && \
+	  $(call blas_env,$(c)) $(BLAS_KERNEL) && \
+	  $(call blas_env,$(c)) $(BIN)/jupyter-book build . -n -W --keep-going \
+	    --path-output _build/blas-$(c)$(NEWLINE))
 
 bench: install
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
