@@ -3,6 +3,7 @@
 Modules
 -------
 data      LETOR loading, the synthetic default data, query-level normalisation
+datasets  fetch_letor / prepare_letor: download, check and unpack LETOR, MSLR
 pairs     preference pairs and (for teaching) the pair-difference matrix
 metrics   NDCG@k, mean NDCG, MAP, P@k, pairwise accuracy, Kendall's tau,
           sparsity, with the LETOR evaluation conventions
@@ -17,6 +18,7 @@ liferank  LifeRank: linear feature extraction by BDMM or on the Stiefel manifold
 
 from . import (
     data,
+    datasets,
     estimators,
     fsmrank,
     liferank,
@@ -47,6 +49,7 @@ __all__ = [
     "RankSVM",
     "SparseRankSVM",
     "data",
+    "datasets",
     "estimators",
     "fsmrank",
     "liferank",

@@ -210,6 +210,7 @@ def _mslr_files(hashes: dict) -> tuple:
     return tuple(sorted(hashes.items()))
 
 
+#: The known data sets, by name: one :class:`LetorSource` each.
 REGISTRY: dict[str, LetorSource] = {
     "MQ2007": LetorSource(
         name="MQ2007",
