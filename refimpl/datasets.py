@@ -244,9 +244,10 @@ REGISTRY: dict[str, LetorSource] = {
         urls=("https://s3-us-west-2.amazonaws.com/xgboost-examples/MQ2008.rar",),
         archive="MQ2008.rar",
         hash_source=(
-            "no archive hash is published; the partitions S1-S5.txt are checked "
-            "against the sha256 in ../shared/letor/README.md, every member "
-            "against the CRC-32 in the RAR headers"
+            "no archive hash is published; the sha256 of the partitions "
+            "S1-S5.txt are those of the project's reference copy of MQ2008 "
+            "(the distributed partitions), and every member is checked against "
+            "the CRC-32 in the RAR headers"
         ),
         files=(
             ("S1.txt",

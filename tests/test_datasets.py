@@ -602,3 +602,32 @@ def test_mq2008_partition_hashes_match_the_shared_copy(letor_root):
     for k in range(1, 6):
         with gzip.open(letor_root / "MQ2008" / f"S{k}.txt.gz", "rb") as f:
             assert sha256(f.read()) == expected[f"S{k}.txt"]
+
+
+@needs_bsdtar
+def test_prepare_real_mq2008_from_a_rar_of_its_partitions(letor_root, tmp_path):
+    """The real partitions pass the registry's own (unpatched) MQ2008 checks.
+
+    The archive is built from the reference copy: the partitions as
+    ``MQ2008/S1.txt`` ... and each fold's files as their concatenations; the
+    folds read back equal those ``load_letor_fold`` reads from the copy.
+    """
+    parts = {}
+    for k in range(1, 6):
+        with gzip.open(letor_root / "MQ2008" / f"S{k}.txt.gz", "rb") as f:
+            parts[k] = f.read()
+    content = {f"MQ2008/S{k}.txt": v for k, v in parts.items()}
+    for k in range(1, 6):
+        order = [(k - 1 + j) % 5 + 1 for j in range(5)]
+        content[f"MQ2008/Fold{k}/train.txt"] = b"".join(parts[i] for i in order[:3])
+        content[f"MQ2008/Fold{k}/vali.txt"] = parts[order[3]]
+        content[f"MQ2008/Fold{k}/test.txt"] = parts[order[4]]
+    archive = tmp_path / "MQ2008.rar"
+    archive.write_bytes(make_rar(content))
+    path = prepare_letor("MQ2008", archive, data_home=tmp_path / "home")
+    mine = load_letor_fold(path.name, 2, root=path.parent)
+    ref = load_letor_fold("MQ2008", 2, root=letor_root)
+    for split in ("train", "vali", "test"):
+        for a, b in zip(getattr(mine, split), getattr(ref, split)):
+            assert (a == b).all()
+    assert mine.train.X.shape == (ref.train.X.shape[0], 46)
