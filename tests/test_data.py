@@ -1,6 +1,7 @@
 """LETOR reading/writing, fold assembly, synthetic data and query-level norm."""
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -502,3 +503,192 @@ def test_public_docstrings_link_the_book():
     for name in rdata.__all__:
         doc = getattr(rdata, name).__doc__
         assert "Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics" in doc
+
+
+# --------------------------------------------------------------------------
+# Strict reading (issue 14, item 3): each case was accepted or crashed before
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        # 1e20 was cast to -9223372036854775808 with only a NumPy warning
+        ("1e20 qid:8 1:0.5", r"label '1e20' is not written as an integer"),
+        # above 2**53 the label was rounded
+        ("9007199254740993 qid:8 1:0.5", r"label 9007199254740993 is outside"),
+        ("-1 qid:8 1:0.5", r"label -1 is outside the accepted range \[0, "),
+        # Python-only literal syntax was read as 10
+        ("1_0 qid:8 1:0.5", r"label '1_0' is not a number"),
+        ("1 qid:1_0 1:0.5", r"malformed query id 'qid:1_0'"),
+        ("1 qid:8 1_0:0.5", r"malformed feature index in '1_0:0.5'"),
+        ("1 qid:8 1:1_0", r"malformed feature value in '1:1_0'"),
+        ("1 qid:+8 1:0.5", r"malformed query id 'qid:\+8'"),
+        ("1 qid:8 +1:0.5", r"malformed feature index in '\+1:0.5'"),
+        ("1 qid:8 1:0x10", r"malformed feature value"),
+        # a malformed key was taken as the query id
+        ("1 qidx:3 1:0.5", r"malformed query id 'qidx:3'"),
+        ("1 qid 1:0.5", r"malformed query id 'qid'"),
+        ("1 qid:99999999999999999999 1:0.5", r"malformed query id"),
+        # asked for 29.8 GiB and failed with a MemoryError naming nothing
+        ("1 qid:8 1:0.5 2000000000:1", r"feature index 2000000000 is too large"),
+        ("1 qid:8 1:0.5 123456789012345678901234:1", r"feature index .* too large"),
+        ("1 qid:8 1:1e999", r"feature 1 is inf"),
+        ("1 qid:8 1:0.5 3:+nan", r"feature 3 is nan"),
+        ("1 qid:8 1:0.5 1:0.5", r"feature indices not strictly increasing"),
+        ("1 qid:8 1:", r"malformed feature value in '1:'"),
+        ("1 qid:8 :0.5", r"malformed feature index in ':0.5'"),
+    ],
+)
+def test_strict_tokens_are_errors_with_file_and_line(tmp_path, bad_line, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(GOOD + bad_line + "\n" + GOOD)
+    with pytest.raises(DataError, match=message) as info:
+        load_letor(path, cache=False)
+    assert f"{path}, line 3: " in str(info.value)
+    assert repr(bad_line) in str(info.value)  # the line is quoted
+
+
+@pytest.mark.parametrize(
+    ("line", "label", "value"),
+    [
+        ("+2 qid:8 1:+0.5", 2, 0.5),  # SVMlight targets may carry '+1'
+        ("2.0 qid:8 1:5.", 2, 5.0),  # an integer with a zero fraction
+        ("2. qid:8 1:.5e1", 2, 5.0),
+        ("0002 qid:8 1:-0", 2, -0.0),
+        ("-0 qid:8 1:1E-2", 0, 0.01),
+    ],
+)
+def test_accepted_spellings(tmp_path, line, label, value):
+    path = tmp_path / "ok.txt"
+    path.write_text(line + "\n")
+    X, y, qid = load_letor(path, cache=False)
+    assert y.tolist() == [label] and qid.tolist() == [8]
+    assert X[0, 0] == value and np.signbit(X[0, 0]) == np.signbit(value)
+
+
+def test_label_range_parameter(tmp_path):
+    path = tmp_path / "svm.txt"
+    path.write_text("-1 qid:1 1:0.5\n+1 qid:1 1:0.25\n")
+    with pytest.raises(DataError, match="line 1: label -1 is outside"):
+        load_letor(path)
+    _, y, _ = load_letor(path, label_range=(-1, 1))
+    assert y.tolist() == [-1, 1]
+    with pytest.raises(DataError, match=r"line 2: label \+1 is outside"):
+        load_letor(path, label_range=(-1, 0))  # a cached parse is re-checked
+    for bad in [(1, 0), (0, 2**60), (0.0, 1), "01", None]:
+        with pytest.raises(DataError, match="label_range"):
+            load_letor(path, label_range=bad)
+
+
+def test_huge_index_is_refused_before_allocating(tmp_path, monkeypatch):
+    path = tmp_path / "wide.txt"
+    path.write_text(GOOD * 50 + "1 qid:8 1:0.5 3000:1\n")
+    X, _, _ = load_letor(path, cache=False)  # 3000 features: fine
+    assert X.shape == (101, 3000)
+    # with (pretend) 1 MiB of memory the same index cannot be met densely
+    monkeypatch.setattr(rdata, "_physical_memory", lambda: 2**20)
+    with pytest.raises(DataError, match=r"line 101: feature index 3000 would make"):
+        load_letor(path, cache=False)
+    with pytest.raises(DataError, match=r"n_features=3000 would make"):
+        load_letor(path, n_features=3000, cache=False)
+
+
+def test_index_above_sanity_bound_needs_n_features(tmp_path):
+    path = tmp_path / "wide.txt"
+    path.write_text("1 qid:1 1048577:0.5\n")
+    with pytest.raises(DataError, match="line 1: feature index 1048577 is too large"):
+        load_letor(path, cache=False)
+    X, _, _ = load_letor(path, n_features=1048577, cache=False)
+    assert X.shape == (1, 1048577) and X[0, -1] == 0.5
+
+
+def test_lines_may_end_with_crlf_and_lack_the_last_newline(tmp_path):
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"2 qid:7 1:0.5\r\n\r\n\t0 qid:7\x0b2:1 # c \r\n1 qid:9 1:3")
+    X, y, qid, comments = load_letor(path, return_comments=True, cache=False)
+    np.testing.assert_array_equal(X, [[0.5, 0.0], [0.0, 1.0], [3.0, 0.0]])
+    assert y.tolist() == [2, 0, 1] and qid.tolist() == [7, 7, 9]
+    assert comments == ["", "c", ""]
+
+
+# --------------------------------------------------------------------------
+# Numbers: the byte parser rounds exactly as float() does
+# --------------------------------------------------------------------------
+
+
+def _parse_values(tokens: list[bytes]) -> np.ndarray:
+    """Values of ``1:t`` lines read by the loader's parser, fast path or not."""
+    text = b"".join(b"0 qid:1 1:" + t + b"\n" for t in tokens)
+    buf = np.frombuffer(text, dtype=np.uint8)
+    X = rdata._parse(Path("t.txt"), buf, None, (0, 1), False)[0]
+    return X[:, 0]
+
+
+def _float_texts():
+    finite = st.floats(allow_nan=False, allow_infinity=False)
+    digits = st.text("0123456789", min_size=1, max_size=30)
+    return st.one_of(
+        finite.map(repr),
+        st.tuples(finite, st.integers(0, 25)).map(lambda t: f"{t[0]:.{t[1]}e}"),
+        st.tuples(finite.filter(lambda v: abs(v) < 1e30), st.integers(0, 30)).map(
+            lambda t: f"{t[0]:.{t[1]}f}"
+        ),
+        st.tuples(
+            st.sampled_from(["", "-", "+"]), digits, st.sampled_from(["", "."]),
+            st.text("0123456789", max_size=25),
+            st.sampled_from(["", "e", "E-", "e+"]), st.integers(0, 400),
+        ).map(lambda t: t[0] + t[1] + t[2] + t[3] + (t[4] + str(t[5]) if t[4] else "")),
+        st.integers(-(10**25), 10**25).map(str),
+        st.tuples(st.integers(1, 2**53), st.integers(-30, 30)).map(
+            lambda t: f"{t[0]}e{t[1]}"
+        ),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_float_texts(), min_size=1, max_size=40))
+def test_values_are_read_as_float_reads_them(texts):
+    want = np.array([float(t) for t in texts])
+    if not np.all(np.isfinite(want)):
+        bad = int(np.flatnonzero(~np.isfinite(want))[0])
+        with pytest.raises(DataError, match=f"line {bad + 1}: feature 1 is -?inf"):
+            _parse_values([t.encode() for t in texts])
+        return
+    got = _parse_values([t.encode() for t in texts])
+    # bit for bit, so -0.0 and 0.0 differ
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9007199254740993",  # 2**53 + 1: a tie, rounds to even
+        "9007199254740992.5",
+        "0.1", "1e22", "1e23", "123456789012345678e-22", "4.9e-324", "2.4e-324",
+        "1.7976931348623157e308", "1.7976931348623158e308", "2.2250738585072011e-308",
+        "0.000000000000000000000000000000000000001", "1" + "0" * 40,
+        "00000000000000000000000000001.5", "0e99999999999999999999", "-0.0e-5",
+    ],
+)
+def test_hard_values(text):
+    got = _parse_values([text.encode()])
+    want = np.array([float(text)])
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text("0123456789.eE+-_xnai", min_size=1, max_size=12))
+def test_fast_path_against_float(text):
+    """The kernel's own verdict: an exact value, or deferred only if well-formed."""
+    from refimpl.kernels import svmlight as sv
+
+    raw = text.encode()
+    buf = np.frombuffer(raw + b" 1", dtype=np.uint8)  # the token ends at b" "
+    status, value, end = sv.parse_float(buf, 0, buf.size, sv.POW10)
+    well_formed = rdata._DECIMAL.fullmatch(raw) is not None
+    assert (status != 2) == well_formed
+    if status == 0:
+        assert end == len(raw)
+        want = np.float64(float(raw))
+        assert np.float64(value).view(np.int64) == want.view(np.int64)
