@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"Derived in:\s*(book/[\w./-]+\.md)#([\w-]+)")
 MODULES = [
     refimpl.data,
+    refimpl.datasets,
     refimpl.pairs,
     refimpl.metrics,
     refimpl.losses,
