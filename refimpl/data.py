@@ -41,7 +41,6 @@ from .kernels import svmlight as _sv
 __all__ = [
     "LetorFold",
     "RankingData",
-    "data_cache_dir",
     "letor_home",
     "load_letor",
     "load_letor_fold",
@@ -159,24 +158,11 @@ def _quote(line: bytes) -> str:
     return repr(text)
 
 
-def data_cache_dir() -> Path:
-    """The per-user cache directory of :mod:`refimpl`'s data.
+def _data_cache_dir() -> Path:
+    """``refimpl.datasets.data_home()``: ``$REFIMPL_DATA``, else the user cache."""
+    from .datasets import data_home  # datasets imports this module
 
-    ``$REFIMPL_DATA`` when set, else ``~/.cache/refimpl``.  It holds the
-    parsed copies of LETOR files that :func:`load_letor` cannot keep beside
-    the data (a read-only folder), under ``parsed/``.  The directory is not
-    created here.
-
-    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
-
-    Returns
-    -------
-    Path
-    """
-    env = os.environ.get("REFIMPL_DATA")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "refimpl"
+    return data_home()
 
 
 def _read_bytes(path: Path):
@@ -368,7 +354,7 @@ def _cache_stems(path: Path, dtype: np.dtype) -> list[Path]:
     key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     return [
         path.parent / _CACHE_SUBDIR / name,
-        data_cache_dir() / "parsed" / f"{key}-{name}",
+        _data_cache_dir() / "parsed" / f"{key}-{name}",
     ]
 
 
@@ -549,8 +535,9 @@ def load_letor(
 
     **Cache.**  With ``cache=True`` the parsed arrays are kept as ``.npy``
     files, in a ``.refimpl_cache`` folder beside the data when that folder is
-    writable, else under ``data_cache_dir()/parsed`` (see
-    :func:`data_cache_dir`).  An entry records the text file's size, mtime and
+    writable, else under ``parsed/`` in the data home
+    (:func:`refimpl.datasets.data_home`: ``$REFIMPL_DATA``, else
+    ``~/.cache/refimpl``).  An entry records the text file's size, mtime and
     SHA-256; it is used only while size and mtime match (or, after a
     ``touch``, the hash does), and its arrays are memory-mapped and checked
     against their CRC-32 on every load.  A stale entry is replaced silently,

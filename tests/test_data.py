@@ -1,6 +1,8 @@
 """LETOR reading/writing, fold assembly, synthetic data and query-level norm."""
 
 import gzip
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -692,3 +694,178 @@ def test_fast_path_against_float(text):
         assert end == len(raw)
         want = np.float64(float(raw))
         assert np.float64(value).view(np.int64) == want.view(np.int64)
+
+
+# --------------------------------------------------------------------------
+# The binary cache of parsed files
+# --------------------------------------------------------------------------
+
+
+def _no_parsing(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the text was parsed again")
+
+    monkeypatch.setattr(rdata, "_parse", fail)
+
+
+def _write_dataset(path, seed=0, n_queries=4):
+    d = make_synthetic_letor(n_queries, docs_per_query=(2, 5), seed=seed)
+    comments = [f"docid = D{i}" for i in range(len(d.y))]
+    write_letor(path, d.X, d.y, d.qid, comments)
+    return d, comments
+
+
+def _cache_files(folder):
+    return sorted(p.name for p in (folder / ".refimpl_cache").iterdir())
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
+def test_cache_is_used_on_the_second_load(tmp_path, monkeypatch, suffix):
+    path = tmp_path / f"d{suffix}"
+    d, comments = _write_dataset(path)
+    first = load_letor(path, return_comments=True)
+    assert _cache_files(tmp_path) == [
+        f"d{suffix}.float64.{k}" for k in
+        ("X.npy", "comments.npy", "json", "qid.npy", "y.npy")
+    ]
+    _no_parsing(monkeypatch)
+    X, y, qid, back = load_letor(path, return_comments=True)
+    np.testing.assert_array_equal(X, d.X)
+    np.testing.assert_array_equal(y, d.y)
+    np.testing.assert_array_equal(qid, d.qid)
+    assert back == comments == first[3]
+    assert type(X) is np.ndarray and X.flags.c_contiguous and X.flags.writeable
+    X[0, 0] = 99.0  # copy-on-write: the cache file is not changed
+    assert load_letor(path)[0][0, 0] == d.X[0, 0]
+    wide = load_letor(path, n_features=40)[0]  # padded from the cache
+    assert wide.shape == (len(d.y), 40) and np.all(wide[:, 30:] == 0)
+
+
+def test_cache_follows_the_data(tmp_path, monkeypatch):
+    path = tmp_path / "d.txt"
+    _write_dataset(path, seed=0)
+    load_letor(path)
+    # same size, same mtime, other content: the mtime is recent, so the
+    # entry is re-hashed (a clock tick may hide a rewrite)
+    st = path.stat()
+    text = path.read_bytes()
+    swapped = text.replace(b"qid:1 ", b"qid:7 ", 1)
+    assert len(swapped) == len(text) and swapped != text
+    path.write_bytes(swapped)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert load_letor(path)[2][0] == 7
+    # another data set
+    d2, _ = _write_dataset(path, seed=1, n_queries=6)
+    np.testing.assert_array_equal(load_letor(path)[0], d2.X)
+    # an old file, touched without a change: the hash confirms the entry
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**11))
+    load_letor(path)
+    os.utime(path)
+    _no_parsing(monkeypatch)
+    np.testing.assert_array_equal(load_letor(path)[0], d2.X)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "json", "shape", "delete"])
+def test_corrupt_cache_is_ignored_and_rewritten(tmp_path, damage):
+    path = tmp_path / "d.txt"
+    d, _ = _write_dataset(path)
+    load_letor(path)
+    cache = tmp_path / ".refimpl_cache"
+    x_file = cache / "d.txt.float64.X.npy"
+    raw = x_file.read_bytes()
+    if damage == "flip":
+        x_file.write_bytes(raw[:-5] + bytes([raw[-5] ^ 1]) + raw[-4:])
+    elif damage == "truncate":
+        x_file.write_bytes(raw[: len(raw) // 2])
+    elif damage == "json":
+        (cache / "d.txt.float64.json").write_text("{not json")
+    elif damage == "shape":
+        np.save(x_file, d.X[:, :-1])
+    else:
+        x_file.unlink()
+    with pytest.warns(RuntimeWarning, match="corrupt or inconsistent cache"):
+        X = load_letor(path)[0]
+    np.testing.assert_array_equal(X, d.X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # rewritten: clean again
+        np.testing.assert_array_equal(load_letor(path)[0], d.X)
+
+
+def test_cache_goes_to_data_home_when_the_folder_is_not_writable(
+    tmp_path, monkeypatch
+):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    path = data_dir / "d.txt"
+    d, _ = _write_dataset(path)
+    # a file where the cache folder would go: the folder cannot be created
+    # (a read-only folder would not do: the tests may run as root)
+    (data_dir / ".refimpl_cache").write_text("in the way")
+    monkeypatch.setenv("REFIMPL_DATA", str(tmp_path / "home"))
+    load_letor(path)
+    stored = list((tmp_path / "home" / "parsed").glob("*-d.txt.float64.json"))
+    assert len(stored) == 1
+    _no_parsing(monkeypatch)
+    np.testing.assert_array_equal(load_letor(path)[0], d.X)
+
+
+def test_no_cache_when_switched_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("REFIMPL_DATA", str(tmp_path / "home"))
+    for s in range(1, 6):
+        write_split(tmp_path / "MQ" / f"S{s}.txt", [s])
+    load_letor(tmp_path / "MQ" / "S1.txt", cache=False)
+    load_letor_fold("MQ", 1, root=tmp_path, cache=False)
+    assert sorted(p.name for p in (tmp_path / "MQ").iterdir()) == [
+        f"S{s}.txt" for s in range(1, 6)
+    ]
+    assert not (tmp_path / "home").exists()
+
+
+def test_float32_storage(tmp_path, monkeypatch):
+    path = tmp_path / "d.txt"
+    d, _ = _write_dataset(path)
+    X64 = load_letor(path)[0]
+    X32, y32, _ = load_letor(path, dtype=np.float32)
+    np.testing.assert_array_equal(y32, d.y)
+    assert X32.dtype == np.float32 and X32.flags.c_contiguous
+    np.testing.assert_array_equal(X32, d.X.astype(np.float32))  # rounded once
+    assert "d.txt.float32.X.npy" in _cache_files(tmp_path)
+    fold_dir = tmp_path / "DS" / "Fold1"
+    for name in ("train.txt", "vali.txt", "test.txt"):
+        write_split(fold_dir / name, [1])
+    fold = load_letor_fold("DS", 1, root=tmp_path, dtype=np.float32)
+    assert fold.train.X.dtype == np.float32
+    with pytest.raises(DataError, match="dtype must be float64 or float32"):
+        load_letor(path, dtype=np.int64)
+    _no_parsing(monkeypatch)
+    assert load_letor(path, dtype="float32")[0].dtype == np.float32
+    assert load_letor(path)[0].dtype == np.float64
+    np.testing.assert_array_equal(load_letor(path)[0], X64)
+
+
+def test_solvers_agree_on_float32_data(tmp_path):
+    """float32 storage changes the data by its rounding only: a RankSVM fit
+    on the rounded values (upcast by check_X) matches the float64 fit on the
+    same rounded values, and lies within that rounding of the original fit."""
+    from refimpl.estimators import RankSVM
+
+    d = make_synthetic_letor(30, n_levels=3, seed=11)
+    path = write_letor(tmp_path / "d.txt", d.X, d.y, d.qid)
+    X32, y, qid = load_letor(path, dtype=np.float32)
+    X64 = load_letor(path)[0]
+    kw = {"C": 1.0, "tol": 1e-10, "max_iter": 200}
+    w32 = RankSVM(**kw).fit(X32, y, qid).coef_
+    w_rounded = RankSVM(**kw).fit(X32.astype(np.float64), y, qid).coef_
+    w64 = RankSVM(**kw).fit(X64, y, qid).coef_
+    np.testing.assert_array_equal(w32, w_rounded)  # nothing silent in between
+    np.testing.assert_allclose(w32, w64, rtol=1e-5, atol=1e-5 * np.abs(w64).max())
+
+
+def test_cached_parse_keeps_every_check(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text(GOOD + "1 qid:8 1:0.5 3:0.5\n")
+    assert load_letor(path)[0].shape == (3, 3)  # cached at width 3
+    with pytest.raises(DataError, match="line 3: feature index 3 exceeds n_features=2"):
+        load_letor(path, n_features=2)
+    with pytest.raises(DataError, match="line 1: label 2 is outside"):
+        load_letor(path, label_range=(0, 1))
