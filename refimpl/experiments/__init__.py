@@ -6,6 +6,8 @@
               per-task cache, tidy CSV/JSON tables
 ``report``    reading the tables back, the papers' reported values, paired
               t-tests
+``snapshots`` the chapters' real-data numbers with or without the data:
+              committed runner tables and JSON snapshots, checked live
 
 Command line: ``python -m refimpl run --help``.
 
@@ -32,6 +34,14 @@ from .runner import (
     run,
     validate_config,
 )
+from .snapshots import (
+    Snapshot,
+    SnapshotMismatchError,
+    compare_values,
+    data_available,
+    runner_results,
+    snapshot,
+)
 
 __all__ = [
     "BACKENDS",
@@ -42,6 +52,10 @@ __all__ = [
     "LinearRegressionRanker",
     "Method",
     "RunResult",
+    "Snapshot",
+    "SnapshotMismatchError",
+    "compare_values",
+    "data_available",
     "expand_grid",
     "get_method",
     "load_fold",
@@ -52,5 +66,7 @@ __all__ = [
     "read_csv",
     "register",
     "run",
+    "runner_results",
+    "snapshot",
     "validate_config",
 ]
