@@ -310,6 +310,9 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
             f"{path}: no data lines (the file is empty or has only comments "
             "and blank lines)"
         )
+    if stride == 0:  # no line has a feature: one zero column, as sklearn
+        width = stride = 1
+        flat = np.zeros(n_rows)
     X = flat[: n_rows * stride].reshape(n_rows, stride)
     if len(slow):
         X[slow[:, 2], slow[:, 3]] = values
