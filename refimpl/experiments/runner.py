@@ -60,6 +60,7 @@ from .. import metrics as _metrics
 from .._validation import group_queries
 from ..exceptions import DataError, DatasetNotFoundError
 from .registry import METHODS, SELECTION_METRICS, expand_grid, get_method
+from .scale import ScaleError, check_task
 
 __all__ = [
     "BACKENDS",
@@ -403,7 +404,9 @@ def _run_task(task):
            "key": task.key, "linear": method.linear, "status": "ok", "error": ""}
     per_query = {}
     try:
+        t_load = time.perf_counter()
         fold = load_fold(task.dataset, task.fold, task.root)
+        row["load_time"] = time.perf_counter() - t_load
         Xtr, ytr, qtr = fold.train
         used_in_data = np.any(Xtr != 0, axis=0)
         row.update(n_train_docs=len(ytr),
@@ -411,6 +414,11 @@ def _run_task(task):
                    n_train_pairs=_n_pairs(ytr, qtr),
                    n_features=int(Xtr.shape[1]),
                    n_features_nonzero=int(used_in_data.sum()))
+        # refuse up front what cannot run at this size (pairs the tree
+        # avoids, more memory than there is) rather than die mid-fit
+        guard = check_task(method.name, {**dict(method.fixed), **dict(task.params)},
+                           fold, row["n_train_pairs"])
+        row.update(backend=guard.backend, est_peak_mb=guard.peak_bytes / 2**20)
         estimator = method.build(task.params)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -445,7 +453,7 @@ def _run_task(task):
         per_query["AP"] = _metrics.average_precision(y, scores, q, per_query=True).tolist()
     # A failed fit is reported in its row, not fatal to the other tasks.
     except Exception as err:  # noqa: BLE001
-        row["status"] = "error"
+        row["status"] = "refused" if isinstance(err, ScaleError) else "error"
         row["error"] = f"{type(err).__name__}: {err}"[:500]
     return {"row": row, "per_query": per_query}
 

@@ -1,0 +1,111 @@
+"""The runner's up-front scale guard (refimpl.experiments.scale)."""
+
+import numpy as np
+import pytest
+
+from refimpl.data import LetorFold, RankingData
+from refimpl.exceptions import DataError
+from refimpl.experiments.scale import (
+    MEMORY_FRACTION,
+    ScaleError,
+    available_memory,
+    check_scale,
+    check_task,
+    estimate_peak,
+)
+from refimpl.losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR
+
+GB = 2**30
+# MSLR-WEB10K Fold1 training split, roughly: 720,000 documents, 136
+# features, ~37 million preference pairs
+MSLR = {"n_docs": 720_000, "n_pairs": 37_000_000, "n_features": 136,
+        "max_query": 908, "data_bytes": 1_200_000 * 136 * 8}
+SMALL = {"n_docs": 2_000, "n_pairs": 40_000, "n_features": 46, "max_query": 40,
+         "data_bytes": 3_000 * 46 * 8}
+
+
+def test_error_is_a_data_error():
+    assert issubclass(ScaleError, DataError)
+
+
+@pytest.mark.parametrize("name", ["ranksvm", "fenchelrank", "fsmrank",
+                                  "ranksvm-l1", "ranksvm-log", "gas-e", "fsmsvm"])
+def test_squared_hinge_methods_use_the_tree_at_mslr_size(name):
+    est = check_scale(name, {}, available=64 * GB, **MSLR)
+    assert est.backend == "tree"
+    assert "pairs" not in est.terms
+    # O(documents) memory beyond the data: far below the pair arrays
+    assert est.peak_bytes - est.terms["data"] < MSLR["n_pairs"] * BYTES_PER_PAIR + 4 * GB
+
+
+@pytest.mark.parametrize("backend", ["pairs", "numpy"])
+def test_forced_explicit_pairs_at_mslr_size_are_refused(backend):
+    with pytest.raises(ScaleError) as info:
+        check_scale("ranksvm", {"backend": backend}, available=1024 * GB, **MSLR)
+    msg = str(info.value)
+    assert "'ranksvm'" in msg
+    assert f"backend={backend!r}" in msg
+    assert "37,000,000" in msg                      # the pairs
+    assert "tree" in msg                            # the way out
+    assert "GB available" in msg                    # the memory there is
+    assert "est." in msg                            # the estimate
+
+
+def test_forced_pairs_below_the_limit_are_accepted():
+    n_pairs = AUTO_MAX_PAIR_BYTES // BYTES_PER_PAIR - 1
+    est = check_scale("ranksvm", {"backend": "pairs"}, available=64 * GB,
+                      **{**MSLR, "n_pairs": n_pairs})
+    assert est.backend == "pairs"
+    assert est.terms["pairs"] >= n_pairs * BYTES_PER_PAIR
+
+
+def test_small_configuration_is_accepted_with_pairs():
+    est = check_scale("ranksvm", {}, available=16 * GB, **SMALL)
+    assert est.backend == "pairs"                   # below the crossover
+    assert 0 < est.peak_bytes < 2 * GB
+    assert est.available_bytes == 16 * GB
+
+
+def test_estimate_over_available_memory_is_refused():
+    # LifeRank's logistic loss keeps explicit pairs (no tree backend): 16 B each
+    name = "liferank-linreg"
+    backend, terms = estimate_peak(name, {"n_components": 10}, **MSLR)
+    assert backend == "pairs (logistic)"
+    assert terms["logistic pairs"] >= 16 * MSLR["n_pairs"]
+    need = sum(terms.values())
+    available = int(need / MEMORY_FRACTION) - 1
+    with pytest.raises(ScaleError) as info:
+        check_scale(name, {"n_components": 10}, available=available, **MSLR)
+    msg = str(info.value)
+    assert "'liferank-linreg'" in msg and "out of memory" in msg
+    assert f"{need / GB:.2f} GB" in msg
+    assert f"{available / GB:.2f} GB available" in msg
+    # with enough memory the same task passes
+    est = check_scale(name, {"n_components": 10}, available=available + 2, **MSLR)
+    assert est.peak_bytes == need
+
+
+@pytest.mark.parametrize("name", ["linreg", "lambdamart", "gas-e", "liferank-ranksvm"])
+def test_every_estimate_counts_the_data(name):
+    _, terms = estimate_peak(name, {}, **MSLR)
+    assert terms["data"] == MSLR["data_bytes"]
+    assert all(v >= 0 for v in terms.values())
+
+
+def test_available_memory_is_positive():
+    avail = available_memory()
+    assert avail is None or avail > 0
+
+
+def test_check_task_reads_the_fold():
+    rng = np.random.default_rng(0)
+    qid = np.repeat(np.arange(1, 21), [5] * 19 + [30])
+    X = rng.random((len(qid), 7))
+    y = rng.integers(0, 3, len(qid))
+    part = RankingData(X, y, qid)
+    fold = LetorFold(name="t", fold=1, train=part, vali=part, test=part)
+    est = check_task("gas-e", {"n_features": 3}, fold, n_pairs=100,
+                     available=16 * GB)
+    assert est.terms["data"] == 3 * X.nbytes
+    # the longest query (30 documents: 435 document pairs) sizes the sign rows
+    assert est.terms["method"] >= 4 * 435 * 7 * 8
