@@ -32,6 +32,7 @@ from .metrics import mean_ndcg
 from .nonconvex import make_concave_penalty
 from .pairs import PAIR_SETS
 from .penalties import L1, NonNegWeightedL1, WeightedL1
+from .solvers._finite import check_predictions
 from .solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
 from .solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
 from .solvers.reweighted import reweighted_l1
@@ -50,7 +51,8 @@ class _LinearRanker(BaseEstimator):
                 f"X has {X.shape[1]} features, but {type(self).__name__} was "
                 f"fitted with {self.n_features_in_}"
             )
-        return np.asarray(X @ self.coef_).ravel()
+        return check_predictions(np.asarray(X @ self.coef_).ravel(),
+                                 type(self).__name__, X, self.coef_)
 
     def score(self, X, y, qid=None):
         """Mean NDCG (LETOR 4.0 convention) of the predicted ranking."""

@@ -53,6 +53,13 @@ from .exceptions import DataError
 from .fsmrank import feature_ndcg
 from .kernels import logistic as _k
 from .pairs import preference_pairs, query_sign_grams
+from .solvers._finite import (
+    NonFiniteError,
+    check_finite,
+    check_predictions,
+    nonfinite_message,
+    safe_norm,
+)
 from .solvers.bdmm import UPDATES, BDMMResult, bdmm
 
 __all__ = [
@@ -484,6 +491,13 @@ def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
         return F, rg, gw, gnorm
 
     F, rg, gw, gnorm = state()
+    # a finite gradient whose norm overflowed would make the relative test
+    # below hold at the start (inf <= tol * inf): refuse non-finite values
+    where = "at the starting point"
+    check_finite(F, "liferank_solve (stiefel)", "the objective F", objective, where)
+    gnorm = safe_norm(np.concatenate([np.ravel(rg), np.ravel(gw)]))
+    check_finite(gnorm, "liferank_solve (stiefel)", "the gradient norm",
+                 objective, where)
     scale = max(1.0, gnorm)
     n_iter = 0
     converged = gnorm <= tol * scale
@@ -498,7 +512,8 @@ def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
         n_iter += 1
         with np.errstate(over="ignore", invalid="ignore"):
             F, rg, gw, gnorm = state()
-        if not math.isfinite(F):
+        # an overflowing gradient norm is divergence too, not "not converged"
+        if not (math.isfinite(F) and math.isfinite(gnorm)):
             diverged = True
             break
         converged = gnorm <= tol * scale
@@ -603,7 +618,8 @@ def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
         res = bdmm(problem, x0, lr=lr, lr_multiplier=lr_multiplier,
                    damping=damping if constraint == "bdmm" else 0.0,
                    update=update, max_iter=max_iter, tol=tol,
-                   constraint_tol=constraint_tol, monitor=monitor, warn=False)
+                   constraint_tol=constraint_tol, monitor=monitor, warn=False,
+                   on_nonfinite="stop")
     T, w = objective.unpack(res.w)
     history = res.history
     # for "none" the norm of the empty constraint vector is 0: report T's own
@@ -870,11 +886,15 @@ class LifeRank(TransformerMixin, BaseEstimator):
             update=self.update, retraction=self.retraction,
             max_iter=int(self.max_iter), tol=self.tol,
             constraint_tol=self.constraint_tol)
-        if not (np.all(np.isfinite(result.T)) and np.all(np.isfinite(result.w))):
-            raise FloatingPointError(
-                "LifeRank diverged (non-finite T or w): lower lr"
+        if (result.message.startswith("diverged")
+                or not (np.all(np.isfinite(result.T))
+                        and np.all(np.isfinite(result.w)))):
+            raise NonFiniteError(nonfinite_message(
+                "LifeRank", "an iterate (T, w), its objective or gradient", None,
+                objective,
+                f"({result.message}; lower lr"
                 + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-            )
+                + " if X is of order 1)"))
         self.components_ = result.T
         self.coef_ = result.w
         self.multipliers_ = result.multipliers
@@ -908,4 +928,5 @@ class LifeRank(TransformerMixin, BaseEstimator):
     def predict(self, X):
         """LifeRank's own scores ``X T w``."""
         X = self._check_input(X)
-        return np.asarray(X @ (self.components_ @ self.coef_)).ravel()
+        v = self.components_ @ self.coef_
+        return check_predictions(np.asarray(X @ v).ravel(), "LifeRank", X, v)

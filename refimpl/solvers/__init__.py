@@ -4,8 +4,13 @@ Solvers never see data.  A smooth solver such as :func:`tron` talks to the
 objective only through ``fun(w)``, ``grad(w)`` and ``hess_vec(s)`` (see
 :class:`refimpl.losses.SmoothObjective`), as LIBLINEAR's ``TRON`` talks to its
 ``function`` class.
+
+A solver that meets a NaN or an infinity (objective, gradient or its norm,
+gap, step) raises :class:`NonFiniteError`, naming the likely cause (the scale
+of the features) and the remedy; it never reports convergence then.
 """
 
+from ._finite import NonFiniteError
 from ._result import SolverResult
 from .apg import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
 from .bdmm import BDMMResult, bdmm
@@ -16,6 +21,7 @@ from .tron import tron
 
 __all__ = [
     "BDMMResult",
+    "NonFiniteError",
     "ScaledSmooth",
     "SolverResult",
     "apg",

@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
 #: Rules for the Lipschitz estimate ``L`` (see :func:`apg`, Notes).
@@ -156,14 +157,14 @@ def lipschitz_constant(smooth, w=None) -> float:
     float
     """
     H = hessian_matrix(smooth, w)
-    return float(max(np.linalg.eigvalsh(H)[-1], 0.0))
+    check_finite(H, "lipschitz_constant", "the Hessian at w", smooth)
+    return check_finite(float(max(np.linalg.eigvalsh(H)[-1], 0.0)),
+                        "lipschitz_constant", "lambda_max of the Hessian", smooth)
 
 
-def _check_finite(value, what):
-    if not np.all(np.isfinite(value)):
-        raise FloatingPointError(
-            f"APG: {what} is not finite; check the data and the regularisation"
-        )
+def _check_finite(value, what, objective=None, where=""):
+    """Raise :class:`~refimpl.solvers.NonFiniteError` naming cause and remedy."""
+    return check_finite(value, "APG", what, objective, where)
 
 
 def _initial_L(smooth, w0, f0, g0):
@@ -173,14 +174,17 @@ def _initial_L(smooth, w0, f0, g0):
     ||w0||)``).  Returns ``(L, n_fun)``; ``L = 1`` when the gradient is zero
     or the curvature along ``h`` vanishes.
     """
-    gnorm = float(np.linalg.norm(g0))
+    gnorm = safe_norm(g0)
+    _check_finite(gnorm, "the gradient norm at w0", smooth,
+                  "although every entry of the gradient is finite")
     if gnorm == 0:
         return 1.0, 0
-    h = -(1e-3 * max(1.0, float(np.linalg.norm(w0))) / gnorm) * g0
+    h = -(1e-3 * max(1.0, safe_norm(w0)) / gnorm) * g0
     smooth.fun(w0 + h)
     g1 = np.asarray(smooth.grad(w0 + h), dtype=np.float64)
     smooth.fun(w0)   # restore the cached state at w0
-    L = float(np.linalg.norm(g1 - g0) / np.linalg.norm(h))
+    _check_finite(g1, "the gradient near w0", smooth)
+    L = float(safe_norm(g1 - g0) / safe_norm(h))
     if not (L > 0 and math.isfinite(L)):
         L = 1.0
     return L, 2
@@ -281,8 +285,11 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     ValueError
         Bad options, ``w0`` of the wrong shape or outside ``dom g``, no
         ``L0`` for ``"fixed"`` and no ``lipschitz_bound``.
-    FloatingPointError
-        Non-finite objective or gradient, or ``L`` beyond ``1e300``.
+    NonFiniteError
+        (a ``FloatingPointError``) if the objective, the gradient, a norm,
+        the step or ``L`` is NaN or infinite, or ``L`` passes ``1e300``;
+        the message names the likely cause (the scale of the features) and
+        the remedy.
 
     Warns
     -----
@@ -350,6 +357,9 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
             raise ValueError(f"gmap_ref must be finite and > 0, got {gmap_ref!r}")
     if L0 is not None:
         L0 = float(L0)
+        if L0 == math.inf:
+            # typically computed by the caller from the data (lipschitz_bound)
+            _check_finite(L0, "the Lipschitz constant L0", smooth)
         if not (L0 > 0 and math.isfinite(L0)):
             raise ValueError(f"L0 must be finite and > 0, got {L0!r}")
 
@@ -361,13 +371,13 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
         w = np.array(w0, dtype=np.float64, copy=True)
         if w.shape != (n,):
             raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
-        _check_finite(w, "w0")
+        _check_finite(w, "w0", smooth)
     g_w0 = float(penalty.value(w))
     if not math.isfinite(g_w0):
         raise ValueError("w0 is outside the domain of the penalty (value inf)")
 
     f_w = float(smooth.fun(w))
-    _check_finite(f_w, "f(w0)")
+    _check_finite(f_w, "f(w0)", smooth)
     n_fun = 1
     F = f_w + g_w0
 
@@ -380,11 +390,11 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
                     "line_search='fixed' needs L0 (a Lipschitz constant of "
                     "grad f) or a smooth object with lipschitz_bound()"
                 )
-            L0 = float(bound())
+            L0 = _check_finite(float(bound()), "the Lipschitz bound L0", smooth)
         L = L0
     elif line_search == "nemirovski":
         if L0 is None and bound is not None:
-            L0 = float(bound())
+            L0 = _check_finite(float(bound()), "the Lipschitz bound L0", smooth)
         if L0 is None:
             g0 = np.asarray(smooth.grad(w), dtype=np.float64)
             L, extra = _initial_L(smooth, w, f_w, g0)
@@ -424,16 +434,17 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
             f_z = float(smooth.fun(z))
             n_fun += 1
         g_z = np.asarray(smooth.grad(z), dtype=np.float64)
-        _check_finite(f_z, "f at the search point")
-        _check_finite(g_z, "the gradient at the search point")
+        _check_finite(f_z, "f at the search point", smooth)
+        _check_finite(g_z, "the gradient at the search point", smooth)
 
         while True:
             w_new = np.asarray(penalty.prox(z - g_z / L, 1.0 / L), dtype=np.float64)
             d = w_new - z
+            _check_finite(w_new, "the proximal step", smooth)
             dd = float(d @ d)
             f_new = float(smooth.fun(w_new))
             n_fun += 1
-            _check_finite(f_new, "f at a trial point")
+            _check_finite(f_new, "f at a trial point", smooth)
             if line_search == "fixed" or dd == 0.0:
                 break
             excess = f_new - f_z - float(g_z @ d) - 0.5 * L * dd
@@ -441,13 +452,16 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
                 break
             L *= eta
             if L > L_MAX:
-                raise FloatingPointError(
-                    f"APG: the line search pushed L above {L_MAX:.0e}; is "
-                    "grad f Lipschitz?"
-                )
+                raise NonFiniteError(nonfinite_message(
+                    "APG", "the step-size constant L", L, smooth,
+                    f"(the line search pushed it above {L_MAX:.0e}; is grad f "
+                    "Lipschitz?)"))
 
         F_new = f_new + float(penalty.value(w_new))
-        gmap = L * math.sqrt(dd)
+        _check_finite(F_new, "the objective F = f + g at the new iterate", smooth)
+        # ||d|| without overflow of d.d, which may be inf for a finite step
+        gmap = L * (math.sqrt(dd) if math.isfinite(dd) else safe_norm(d))
+        _check_finite(gmap, "the gradient-mapping norm L ||w_new - z||", smooth)
         if gmap0 is None:
             gmap0 = gmap
 

@@ -34,10 +34,13 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..exceptions import DataError
+from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
 #: When the multiplier step reads the constraint (see the module docstring).
 UPDATES = ("alternating", "simultaneous")
+#: What a run that overflows part-way does (see :func:`bdmm`).
+ON_NONFINITE = ("raise", "stop")
 
 
 @dataclass
@@ -68,7 +71,7 @@ def _check_rate(value, name, allow_zero=False):
 
 def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
          update="alternating", max_iter=1000, tol=1e-6, constraint_tol=1e-6,
-         monitor=None, warn=True):
+         monitor=None, warn=True, on_nonfinite="raise"):
     r"""Basic (or modified) differential multiplier method, discretised.
 
     Parameters
@@ -101,6 +104,16 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
         problem's cached state).
     warn : bool, default True
         Emit a ``ConvergenceWarning`` when ``max_iter`` is reached.
+    on_nonfinite : {"raise", "stop"}, default "raise"
+        What happens when an iterate, ``f``, ``c`` or ``grad_x L_mu``
+        becomes NaN or infinite part-way (a step ``lr`` too large for the
+        curvature, or features too large): ``"raise"`` a
+        :class:`~refimpl.solvers.NonFiniteError`; ``"stop"`` returns the run
+        so far with ``converged=False`` and a message starting with
+        "diverged" (for experiments that study divergence; the last ``w``
+        is then not usable).  A non-finite value at the starting point
+        always raises: no iteration was made, and the relative stopping test
+        would compare ``inf`` with ``tol * inf``.
 
     Returns
     -------
@@ -126,12 +139,21 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
         raise DataError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     tol = _check_rate(tol, "tol", allow_zero=True)
     constraint_tol = _check_rate(constraint_tol, "constraint_tol", allow_zero=True)
+    if on_nonfinite not in ON_NONFINITE:
+        raise DataError(
+            f"on_nonfinite must be one of {ON_NONFINITE}, got {on_nonfinite!r}")
 
     x = np.array(x0, dtype=np.float64, copy=True).ravel()
+    check_finite(x, "bdmm", "x0", problem)
     t0 = time.perf_counter()
-    f = float(problem.fun(x))
-    g = np.asarray(problem.grad(x), dtype=np.float64)
-    c = np.asarray(problem.constraint(x), dtype=np.float64).ravel()
+    where0 = "at the starting point"
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = float(problem.fun(x))
+        g = np.asarray(problem.grad(x), dtype=np.float64)
+        c = np.asarray(problem.constraint(x), dtype=np.float64).ravel()
+    check_finite(f, "bdmm", "the objective f", problem, where0)
+    check_finite(g, "bdmm", "the gradient of f", problem, where0)
+    check_finite(c, "bdmm", "the constraint c(x)", problem, where0)
     lam = (np.zeros(c.size) if multipliers0 is None
            else np.array(multipliers0, dtype=np.float64, copy=True).ravel())
     if lam.shape != c.shape:
@@ -155,21 +177,27 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
     def _record(gL, extra):
         history["f"].append(f)
         history["lagrangian"].append(f + float(lam @ c) + 0.5 * mu * float(c @ c))
-        history["violation"].append(float(np.linalg.norm(c)))
-        history["grad_norm"].append(float(np.linalg.norm(gL)))
-        history["multiplier_norm"].append(float(np.linalg.norm(lam)))
+        history["violation"].append(safe_norm(c))
+        history["grad_norm"].append(safe_norm(gL))
+        history["multiplier_norm"].append(safe_norm(lam))
         history["time"].append(time.perf_counter() - t0)
         for key, value in extra.items():
             history.setdefault(key, []).append(value)
 
-    gL = lagrangian_grad()
+    with np.errstate(over="ignore", invalid="ignore"):
+        gL = lagrangian_grad()
+    check_finite(gL, "bdmm", "the Lagrangian gradient", problem, where0)
     record(gL, monitor(x) if monitor else {})
-    scale = max(1.0, float(np.linalg.norm(gL)))
+    # ||.|| without overflow of the squares: a finite gradient whose norm
+    # overflowed would make the relative test inf <= tol * inf hold at x0
+    scale = max(1.0, check_finite(safe_norm(gL), "bdmm",
+                                  "the Lagrangian gradient norm", problem,
+                                  where0))
 
     def done(gL):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return (float(np.linalg.norm(gL)) <= tol * scale
-                    and float(np.linalg.norm(c)) <= constraint_tol)
+        gnorm, cnorm = safe_norm(gL), safe_norm(c)
+        return (math.isfinite(gnorm) and math.isfinite(cnorm)
+                and gnorm <= tol * scale and cnorm <= constraint_tol)
 
     n_iter = 0
     converged = done(gL)
@@ -189,11 +217,18 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
             n_iter += 1
             finite = (math.isfinite(f) and np.all(np.isfinite(x))
                       and np.all(np.isfinite(c)))
+            if finite:
+                gL = lagrangian_grad()
+                finite = bool(np.all(np.isfinite(gL)))
             if not finite:
                 message = f"diverged at iteration {n_iter} (non-finite iterate)"
+                if on_nonfinite == "raise":
+                    raise NonFiniteError(nonfinite_message(
+                        "bdmm", "the iterate, f, c(x) or grad_x L", None,
+                        problem, f"at iteration {n_iter} (the run diverged: "
+                        "lower lr or lr_multiplier, or add damping)"))
                 record(np.full_like(x, np.nan), extra)
                 break
-            gL = lagrangian_grad()
             record(gL, extra)
         converged = done(gL)
     if converged and not message:

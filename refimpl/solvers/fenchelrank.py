@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
+from ._finite import check_finite
 from ._result import SolverResult
 
 #: Step-size rules of :func:`fenchelrank` (see its Notes).
@@ -252,8 +253,11 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         Bad ``r``, ``tol``, ``max_iter``, ``step`` or ``linesearch``, a loss
         not built for eq. 4, or ``linesearch="pairs"`` without explicit
         pairs.
-    FloatingPointError
-        If the objective or gradient becomes non-finite.
+    NonFiniteError
+        (a ``FloatingPointError``) if the loss, its gradient, the duality
+        gap, a line-search slope or curvature or the step becomes NaN or
+        infinite, with the likely cause (the scale of the features) and the
+        remedy.
 
     Warns
     -----
@@ -365,14 +369,14 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             Lw = float(loss.fun(w))
             gL = np.asarray(loss.grad(w), dtype=np.float64)
         last = None
-        if not (math.isfinite(Lw) and np.all(np.isfinite(gL))):
-            raise FloatingPointError(
-                "FenchelRank: the objective or its gradient is not finite; "
-                "check the data and r"
-            )
+        check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
+        check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
         g = -r2 * gL                                   # g_t = K^T d_t
         j, s = _k.greedy_coordinate(g)
         gap = abs(g[j]) - float(g @ w)                 # eq. 16
+        # a NaN gap fails `gap <= tol` and would run to max_iter; an
+        # infinite one can never certify anything
+        check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
         D = -r2 * Lw
         values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
                   n_ls, time.perf_counter() - start)
@@ -401,11 +405,16 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         if step == "theory":
             mu = min(1.0, gap / (8.0 * r2))
         elif step == "closed_form":
-            kb2 = kb_norm2(b)
+            kb2 = check_finite(float(kb_norm2(b)), "FenchelRank",
+                               "||K b||^2 of the closed-form step", loss)
             mu = 1.0 if kb2 <= 0 else min(1.0, max(0.0, gap * p / (2.0 * r2 * kb2)))
         elif linesearch == "pairs":
             _k.pair_residuals(loss.scores(w), loss.scores(b), pi, pj, margin,
                               a_buf, kb_buf)
+            # the kernel's curvature sum_P (K b)^2 overflows silently (to a
+            # step of 0 and a run that stalls at max_iter): check it here
+            check_finite(float(kb_buf @ kb_buf), "FenchelRank",
+                         "the line-search curvature ||K b||^2", loss)
             mu = float(_k.linesearch_pairs(a_buf, kb_buf))
             n_ls = 1
         else:
@@ -417,14 +426,17 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
                 value = float(loss.fun(wt))
                 grad = np.asarray(loss.grad(wt), dtype=np.float64)
                 trial.update(m=m, w=wt, value=value, grad=grad)
-                return float(grad @ b)
+                return check_finite(float(grad @ b), "FenchelRank",
+                                    "the line-search slope psi'(mu)", loss)
 
             def d2psi(b=b):
-                return float(b @ loss.hess_vec(b))
+                return check_finite(float(b @ loss.hess_vec(b)), "FenchelRank",
+                                    "the line-search curvature psi''(mu)", loss)
 
             mu, n_ls = newton_linesearch(dpsi, d2psi, -gap / r2, d2psi())
             if trial and trial["m"] == mu:
                 last = (trial["w"], trial["value"], trial["grad"])
+        check_finite(mu, "FenchelRank", "the step mu", loss)
         if last is not None:
             w = last[0]                                # w_t + mu_t b_t
         else:

@@ -35,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..exceptions import DataError
 from ..penalties import WeightedL1
+from ._finite import check_finite
 from ._result import SolverResult
 from .apg import apg
 
@@ -165,8 +166,11 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
             history[key].append(value)
 
     w = start_w.copy()
+    check_finite(w, "reweighted_l1", "w0", smooth)
+    check_finite(beta, "reweighted_l1", "first_weights", smooth)
     f_w = float(smooth.fun(w))
     n_fun += 1
+    check_finite(f_w, "reweighted_l1", "f(w0)", smooth)
     record(f_w + penalty.value(w), math.nan, w, 0, math.nan)
     inner, weights_used = [], []
     L = None
@@ -191,6 +195,8 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
         f_w = float(smooth.fun(w))
         n_fun += 1
         F = f_w + penalty.value(w)
+        check_finite(F, "reweighted_l1", "the objective F = f + Omega", smooth,
+                     f"after outer iteration {k}")
         # the majoriser built at w^{k-1}: only a bound on F from the 2nd pass on
         maj = (f_w + penalty.majorizer(w, w_prev)) if k >= 2 else math.nan
         change = float(np.max(np.abs(w - w_prev), initial=0.0))
@@ -199,6 +205,10 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
             callback(k, w.copy(), {"F": F, "support": int(np.count_nonzero(w)),
                                    "n_inner": result.n_iter})
         beta = penalty.weights(w)
+        check_finite(beta, "reweighted_l1", "the weights g'(|w|)", smooth,
+                     f"after outer iteration {k}")
+        check_finite(change, "reweighted_l1", "the change ||w^k - w^k-1||_inf",
+                     smooth)
         scale = max(float(np.max(np.abs(w), initial=0.0)), 1e-12)
         if k >= 2 and change <= tol_outer * scale:
             converged = True

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._finite import check_finite, safe_norm
 from ._result import SolverResult
 from .fenchelrank import check_fenchel_loss
 
@@ -57,11 +58,19 @@ def project_l1_ball(v, radius=1.0):
     if av.sum() <= radius:
         return v.copy()
     u = np.sort(av)[::-1]
-    css = np.cumsum(u)
+    # Work relative to c = max|v|: with d = u - c (exact near the top) the
+    # test u_k - (sum_{i<=k} u_i - radius) / k > 0 reads
+    # d_k - (sum_{i<=k} d_i - radius) / k > 0 and |v| - theta reads
+    # (|v| - c) - theta_c, so a radius below the ulp of |v| is not lost
+    # (|v| ~ 1e160 used to give no rho at all, and an IndexError).
+    c = u[0]
+    d = u - c
+    cs = np.cumsum(d)
     k = np.arange(1, len(u) + 1)
-    rho = int(np.flatnonzero(u - (css - radius) / k > 0)[-1]) + 1
-    theta = (css[rho - 1] - radius) / rho
-    return np.sign(v) * np.maximum(av - theta, 0.0)
+    ok = np.flatnonzero(d - (cs - radius) / k > 0)
+    rho = int(ok[-1]) + 1 if ok.size else 1  # k = 1 always qualifies (d_1 = 0)
+    theta_c = (cs[rho - 1] - radius) / rho  # theta - c
+    return np.sign(v) * np.maximum((av - c) - theta_c, 0.0)
 
 
 def _check_budget(max_iter, tol):
@@ -139,9 +148,10 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
     while True:
         G = r2 * float(loss.fun(w))
         grad = r2 * np.asarray(loss.grad(w), dtype=np.float64)
-        if not (math.isfinite(G) and np.all(np.isfinite(grad))):
-            raise FloatingPointError("projected_subgradient: non-finite objective")
+        check_finite(G, "projected_subgradient", "the objective", loss)
+        check_finite(grad, "projected_subgradient", "the gradient", loss)
         gap = float(np.abs(grad).max() + grad @ w)
+        check_finite(gap, "projected_subgradient", "the duality gap", loss)
         if G < best:
             best, best_w = G, w.copy()
         for key, value in zip(keys, (G, best, -G, -best, gap,
@@ -164,6 +174,7 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
             break
         t += 1
         w = project_l1_ball(w - (step0 / math.sqrt(t)) * grad)
+        check_finite(w, "projected_subgradient", "the iterate", loss)
     return SolverResult(w=best_w, n_iter=t, converged=converged,
                         history=history, message=message)
 
@@ -181,12 +192,15 @@ def _lipschitz_estimate(loss, n_power=50, seed=0):
     v = np.random.default_rng(seed).standard_normal(loss.n_features)
     lam = 0.0
     for _ in range(n_power):
-        nv = float(np.linalg.norm(v))
+        nv = safe_norm(v)
         if nv == 0:
             break
         v = v / nv
         hv = np.asarray(loss.hess_vec(v), dtype=np.float64)
-        lam = float(v @ hv)
+        check_finite(hv, "truncated_gradient", "a Hessian product at w = 0 "
+                     "(power iteration for the step size)", loss)
+        lam = check_finite(float(v @ hv), "truncated_gradient",
+                           "the curvature estimate v^T H v", loss)
         v = hv
     return lam
 
@@ -315,12 +329,15 @@ def truncated_gradient(loss, C, *, max_iter=1000, lr=None, gravity=1.0,
     while True:
         F_loss = C * float(loss.fun(w))
         grad = C * np.asarray(loss.grad(w), dtype=np.float64)
-        if not (math.isfinite(F_loss) and np.all(np.isfinite(grad))):
-            raise FloatingPointError("truncated_gradient: non-finite objective; "
-                                     "lower lr")
+        check_finite(F_loss, "truncated_gradient", "the objective", loss,
+                     "(or lr is too large)")
+        check_finite(grad, "truncated_gradient", "the gradient", loss,
+                     "(or lr is too large)")
         F = gravity * float(np.abs(w).sum()) + F_loss
         best = min(best, F)
         rho = residual(w, grad)
+        check_finite(F, "truncated_gradient", "the objective", loss)
+        check_finite(rho, "truncated_gradient", "the optimality residual", loss)
         if rho0 is None:
             rho0 = rho
         for key, value in zip(keys, (F, best, rho, int(np.count_nonzero(w)),

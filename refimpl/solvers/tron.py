@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._finite import check_finite, safe_norm
 from ._result import SolverResult
 
 # Lee & Lin (2014) eq. 37, names and values as in LIBLINEAR's tron.cpp.
@@ -32,13 +33,9 @@ SMALL_REDUCTION = 1e-12
 _HISTORY_KEYS = ("f", "gnorm", "cg_iter", "n_fun", "delta", "accepted", "time")
 
 
-def _check_finite(value, name):
-    if not np.all(np.isfinite(value)):
-        raise FloatingPointError(
-            f"TRON: {name} is not finite ({value!r}); check the data and C"
-            if np.ndim(value) == 0
-            else f"TRON: {name} contains NaN or infinite values; check the data and C"
-        )
+def _check_finite(value, name, objective=None, where=""):
+    """Raise :class:`~refimpl.solvers.NonFiniteError` naming cause and remedy."""
+    check_finite(value, "TRON", name, objective, where)
 
 
 def _to_boundary(s, d, delta):
@@ -69,13 +66,15 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
     r = -g
     d = r.copy()
     rr = float(r @ r)
+    _check_finite(rr, "the squared gradient norm ||g||^2 in CG", objective,
+                  f"(||g|| = {safe_norm(r):.3e})")
     cg_tol = eps_cg * math.sqrt(rr)
     n_cg = 0
     while math.sqrt(rr) > cg_tol and n_cg < max_cg:
         n_cg += 1
         Hd = np.asarray(objective.hess_vec(d), dtype=np.float64)
         dHd = float(d @ Hd)
-        _check_finite(dHd, "the curvature d^T H d of a CG direction")
+        _check_finite(dHd, "the curvature d^T H d of a CG direction", objective)
         if dHd > 0:
             alpha = rr / dHd
             s_next = s + alpha * d
@@ -83,6 +82,8 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
                 s = s_next
                 r = r - alpha * Hd
                 rr_next = float(r @ r)
+                _check_finite(rr_next, "the squared norm of a CG residual",
+                              objective)
                 d = r + (rr_next / rr) * d
                 rr = rr_next
                 continue
@@ -156,8 +157,12 @@ def tron(
 
     Raises
     ------
-    FloatingPointError
-        If the objective, the gradient or a curvature becomes NaN or infinite.
+    NonFiniteError
+        (a ``FloatingPointError``) if the objective, the gradient, its norm,
+        a curvature, the step or the predicted reduction is NaN or infinite:
+        no stopping test is trusted then.  Norms are computed without
+        overflow of their squares (:func:`refimpl.solvers._finite.safe_norm`),
+        so a finite ``||g0||`` is never mistaken for an infinite one.
 
     Warns
     -----
@@ -204,7 +209,7 @@ def tron(
         w = np.array(w0, dtype=np.float64, copy=True)
         if w.shape != (n,):
             raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
-        _check_finite(w, "w0")
+        _check_finite(w, "w0", objective)
     tol = float(tol)
     if not (tol >= 0 and math.isfinite(tol)):
         raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
@@ -219,10 +224,14 @@ def tron(
         raise ValueError(f"max_cg must be >= 1, got {max_cg!r}")
 
     f = float(objective.fun(w))
-    _check_finite(f, "the objective f(w0)")
+    _check_finite(f, "the objective f(w0)", objective)
     g = np.asarray(objective.grad(w), dtype=np.float64)
-    _check_finite(g, "the gradient at w0")
-    gnorm = gnorm0 = float(np.linalg.norm(g))
+    _check_finite(g, "the gradient at w0", objective)
+    # every entry finite is not enough: ||g0|| itself may overflow, and then
+    # eq. 38 would "hold" at w0 (inf <= tol * inf)
+    gnorm = gnorm0 = safe_norm(g)
+    _check_finite(gnorm0, "the gradient norm ||g0|| at w0", objective,
+                  "although every entry of the gradient is finite")
     delta = gnorm0
     n_fun, total_cg = 1, 0
     history = {key: [] for key in _HISTORY_KEYS}
@@ -245,14 +254,16 @@ def tron(
         n_iter += 1
         s, r, n_cg, _ = _steihaug_cg(objective, g, delta, eps_cg, max_cg)
         total_cg += n_cg
+        _check_finite(s, "the trust-region step s", objective)
         w_new = w + s
         gs = float(g @ s)
         prered = -0.5 * (gs - float(s @ r))
+        _check_finite(prered, "the predicted reduction", objective)
         f_new = float(objective.fun(w_new))
         n_fun += 1
-        _check_finite(f_new, "the objective at a trial point")
+        _check_finite(f_new, "the objective at a trial point", objective)
         actred = f - f_new
-        snorm = float(np.linalg.norm(s))
+        snorm = safe_norm(s)
 
         if n_accepted == 0:
             delta = min(delta, snorm)
@@ -272,8 +283,9 @@ def tron(
             n_accepted += 1
             w, f = w_new, f_new
             g = np.asarray(objective.grad(w), dtype=np.float64)
-            _check_finite(g, "the gradient")
-            gnorm = float(np.linalg.norm(g))
+            _check_finite(g, "the gradient", objective)
+            gnorm = safe_norm(g)
+            _check_finite(gnorm, "the gradient norm", objective)
         else:
             # restore the objective's cached state (Hessian) to the iterate
             objective.fun(w)
