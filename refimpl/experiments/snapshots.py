@@ -59,7 +59,10 @@ _WIDTH = 79
 
 
 class SnapshotMismatchError(AssertionError):
-    """Live results disagree with the committed ones beyond the tolerance."""
+    """Live results disagree with the committed ones beyond the tolerance.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+    """
 
 
 def _show(path) -> str:
@@ -361,8 +364,8 @@ def runner_results(dataset="MQ2008", *, check=(), fold=1, tol=5e-3,
     tolerance, FenchelRank after T = 1000 iterations): the stopping point
     moves inside the ball the rule allows with the summation order of the
     BLAS kernel, and test metrics, step functions of the scores, follow it
-    (chapter 2 measures 8e-4 in mean NDCG between three OpenBLAS kernels).
-    On the machine that wrote the tables the difference is 0.
+    (chapter 2 measures 8e-4 in mean NDCG between three OpenBLAS kernels;
+    a change of summation order in the library's kernels does the same).
 
     Derived in: book/07_side_by_side.md#side-by-side
 
@@ -385,7 +388,7 @@ def runner_results(dataset="MQ2008", *, check=(), fold=1, tol=5e-3,
     Returns
     -------
     dict
-        As :func:`refimpl.experiments.load_results`.
+        As :func:`refimpl.experiments.report.load_results`.
 
     Raises
     ------
