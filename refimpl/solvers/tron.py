@@ -161,7 +161,7 @@ def tron(
         (a ``FloatingPointError``) if the objective, the gradient, its norm,
         a curvature, the step or the predicted reduction is NaN or infinite:
         no stopping test is trusted then.  Norms are computed without
-        overflow of their squares (:func:`refimpl.solvers._finite.safe_norm`),
+        overflow of their squares (``refimpl.solvers._finite.safe_norm``),
         so a finite ``||g0||`` is never mistaken for an infinite one.
 
     Warns
