@@ -10,7 +10,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-# Deterministic numerics: one thread everywhere (see STYLE.md, "Deterministic outputs").
+# Deterministic numerics: one thread everywhere, so that the numbers the chapters
+# print are the same on every run (nbval compares them with the built notebooks).
 export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1

@@ -16,6 +16,13 @@ estimators  scikit-learn-style RankSVM, FenchelRank, SparseRankSVM, FSMRank
 liferank  LifeRank: linear feature extraction by BDMM or on the Stiefel manifold
 """
 
+import importlib.metadata as _metadata
+
+try:  # the one place the version is written: pyproject.toml
+    __version__ = _metadata.version("refimpl")
+except _metadata.PackageNotFoundError:  # a source tree without `pip install -e .`
+    __version__ = "0+unknown"
+
 from . import (
     data,
     datasets,
@@ -34,8 +41,6 @@ from .estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
 from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
 from .liferank import LifeRank
 from .losses import L2Regularized, PairwiseSquaredHinge
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DataError",
