@@ -56,10 +56,13 @@ def group_queries(qid, n_samples: int | None = None) -> QueryGroups:
 
     ``qid=None`` means a single query holding every document (so that
     scikit-learn's estimator checks, which pass no qid, remain usable).
+    No document at all is an error: there is no query to form.
     """
     if qid is None:
         if n_samples is None:
             raise DataError("qid is None and the number of documents is unknown")
+        if n_samples == 0:
+            raise DataError("there are no documents (0 rows): at least one is needed")
         return QueryGroups(
             order=np.arange(n_samples, dtype=np.int64),
             indptr=np.array([0, n_samples], dtype=np.int64),
@@ -74,6 +77,10 @@ def group_queries(qid, n_samples: int | None = None) -> QueryGroups:
         )
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         raise DataError("qid contains NaN or infinite values")
+    if len(qid) == 0:
+        raise DataError(
+            "qid is empty: there are no documents (0 rows), at least one is needed"
+        )
     order = np.argsort(qid, kind="stable").astype(np.int64)
     sorted_q = qid[order]
     starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]])
@@ -148,3 +155,73 @@ def check_positive(value, name: str) -> float:
     if v == 0:
         raise DataError(f"{name} must be positive, got {value!r}")
     return v
+
+
+# --------------------------------------------------------------------------
+# The estimator boundary
+# --------------------------------------------------------------------------
+
+
+def reset_fitted(estimator) -> None:
+    """Delete every fitted attribute (public, trailing underscore) of ``estimator``.
+
+    Called at the start of ``fit`` so that nothing from a previous fit (an
+    attribute that only some code paths set, such as ``penalty_`` of the
+    non-convex penalties) survives a refit, and so that a refit that fails
+    leaves an unfitted estimator rather than a stale one.
+    """
+    for key in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+        delattr(estimator, key)
+
+
+def validate_X(estimator, X, *, reset: bool, name: str = "X"):
+    """Check ``X`` at an estimator's boundary, as scikit-learn does, then :func:`check_X`.
+
+    ``sklearn.utils.validation.validate_data`` rejects an ``X`` with no row or
+    no column (scikit-learn's messages, e.g. "Found array with 0 sample(s)
+    (shape=(0, 3)) while a minimum of 1 is required by RankSVM."), and with
+    ``reset=True`` (``fit``) records ``n_features_in_`` and, for a data frame
+    with string column names, ``feature_names_in_``; with ``reset=False``
+    (``predict``, ``transform``) it checks the number of columns and that the
+    column names are those of ``fit`` in the same order, so that a data
+    frame whose columns were permuted is refused instead of being scored
+    with the weights of other features.  Its errors are re-raised as
+    :class:`~refimpl.exceptions.DataError` with the same text.
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix
+        As :func:`check_X`: C-contiguous float64 or canonical CSR, all finite.
+    """
+    from sklearn.utils.validation import validate_data
+
+    try:
+        X = validate_data(estimator, X, reset=reset, accept_sparse=True, dtype=None,
+                          ensure_all_finite=False, ensure_min_samples=1,
+                          ensure_min_features=1)
+    except DataError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise DataError(str(err)) from None
+    return check_X(X, name)
+
+
+def check_fit_input(estimator, X, y, qid):
+    """Reset ``estimator`` and validate ``(X, y, qid)`` for its ``fit``.
+
+    :func:`reset_fitted`, then :func:`validate_X` with ``reset=True``, then
+    ``y`` and ``qid`` against the number of rows of ``X`` (errors name the
+    parameter and both lengths, e.g. "y has 46 entries but X has 47 rows").
+
+    Returns
+    -------
+    X : ndarray or csr_matrix
+        As :func:`check_X`.
+    y : ndarray of float64
+    """
+    reset_fitted(estimator)
+    X = validate_X(estimator, X, reset=True)
+    n = X.shape[0]
+    y = check_labels(y, n)
+    group_queries(qid, n)
+    return X, y

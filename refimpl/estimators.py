@@ -3,16 +3,36 @@
 ``fit(X, y, qid)`` takes LETOR-shaped data (``qid=None`` is one query),
 ``predict(X)`` returns scores to sort by, ``coef_`` holds the weights and
 ``history_`` the solver's iterate history, which the book plots.
+
+Every ``fit`` first deletes the attributes of a previous fit, then checks
+``(X, y, qid)`` as scikit-learn does (no empty ``X``, at least one feature,
+``y`` and ``qid`` as long as ``X``; ``n_features_in_`` and, for a data frame,
+``feature_names_in_`` are recorded and checked again by ``predict``).  A
+linear model with no non-zero weight is reported by
+:class:`~refimpl.exceptions.EmptyModelWarning`, with the value of the
+regularisation parameter beyond which every weight vanishes.
 """
 
 from __future__ import annotations
+
+import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_nonnegative, check_positive, check_X
-from .exceptions import DataError
+from ._validation import (
+    check_fit_input,
+    check_labels,
+    check_nonnegative,
+    check_positive,
+    check_X,
+    group_queries,
+    reset_fitted,
+    validate_X,
+)
+from .exceptions import DataError, EmptyModelWarning
 from .fsmrank import (
     PSD_MODES,
     FSMRankSmooth,
@@ -40,23 +60,63 @@ from .solvers.tron import tron
 
 
 class _LinearRanker(BaseEstimator):
-    """Shared ``predict`` / ``score`` of the linear rankers."""
+    """Shared ``predict`` / ``score`` of the linear rankers.
+
+    ``predict`` checks ``X`` as scikit-learn does (``refimpl._validation.validate_X``):
+    the number of columns, and for a data frame fitted with string column
+    names, the names and their order (``feature_names_in_``).
+    """
 
     def predict(self, X):
         """Ranking scores ``X @ coef_`` (sort each query by decreasing score)."""
         check_is_fitted(self, "coef_")
-        X = check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise DataError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} was "
-                f"fitted with {self.n_features_in_}"
-            )
+        X = validate_X(self, X, reset=False)
         return check_predictions(np.asarray(X @ self.coef_).ravel(),
                                  type(self).__name__, X, self.coef_)
 
     def score(self, X, y, qid=None):
         """Mean NDCG (LETOR 4.0 convention) of the predicted ranking."""
         return mean_ndcg(y, self.predict(X), qid)
+
+
+def _grad_at_zero(loss):
+    """``grad L(0)`` of a smooth loss (``fun`` first: the losses cache their state)."""
+    z = np.zeros(loss.n_features)
+    loss.fun(z)
+    return np.asarray(loss.grad(z), dtype=np.float64)
+
+
+def _l1_null_C(g, beta=None):
+    """The largest ``C`` for which ``w = 0`` minimises ``sum_j beta_j |w_j| + C L(w)``.
+
+    ``0`` is optimal iff ``0`` is in ``C grad L(0) + [-beta, beta]``, i.e.
+    ``C |g_j| <= beta_j`` for every ``j``: ``C <= min_j beta_j / |g_j|`` (over
+    ``g_j != 0``; ``inf`` when ``g = 0``).  The analogue of scikit-learn's
+    ``alpha_max = ||X^T y||_inf / n`` for a loss weight instead of a penalty
+    weight.
+    """
+    g = np.abs(np.asarray(g, dtype=np.float64))
+    beta = np.ones_like(g) if beta is None else np.asarray(beta, dtype=np.float64)
+    nz = g > 0
+    if not np.any(nz):
+        return math.inf
+    return float(np.min(beta[nz] / g[nz]))
+
+
+def _warn_empty(estimator, message, *, parameter=None, value=None, threshold=None,
+                stacklevel=3):
+    """Emit :class:`~refimpl.exceptions.EmptyModelWarning` when ``coef_`` is all zero.
+
+    ``stacklevel`` 3 points at the caller of a ``fit`` that calls this directly.
+    """
+    if np.any(estimator.coef_):
+        return
+    warnings.warn(
+        EmptyModelWarning(
+            f"{type(estimator).__name__} has no non-zero weight (a constant "
+            f"ranker, n_iter_ = {estimator.n_iter_}): {message}",
+            parameter=parameter, value=value, threshold=threshold),
+        stacklevel=stacklevel)
 
 
 class RankSVM(_LinearRanker):
@@ -138,8 +198,15 @@ class RankSVM(_LinearRanker):
             raise DataError(f"pairs must be one of {PAIR_SETS}, got {self.pairs!r}")
 
     def fit(self, X, y, qid=None):
-        """Fit on ``(X, y, qid)``; returns ``self``."""
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, which for ``C > 0`` happens only when the loss
+        gradient at ``w = 0`` vanishes.
+        """
+        reset_fitted(self)
         self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
         loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend,
                                     tree_method=self.tree_method,
                                     which=self.pairs)
@@ -153,8 +220,18 @@ class RankSVM(_LinearRanker):
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
         self.backend_ = loss.backend
-        self.n_features_in_ = loss.n_features
         self.objective_ = result.history["f"][-1]
+        if not np.any(self.coef_):
+            g0 = float(self.history_["gnorm"][0])
+            _warn_empty(
+                self,
+                "no value of C empties an l2-regularised RankSVM: w = 0 is its "
+                "minimiser only when the gradient at w = 0 vanishes (the pairs' "
+                f"differences cancel); here ||grad f(0)|| = {g0:.6g}"
+                + ("" if g0 == 0 else
+                   f", so the solver stopped at w = 0 before a minimiser "
+                   f"(converged_ = {self.converged_}): check the feature scale"),
+                parameter="C", value=float(self.C))
         return self
 
 
@@ -239,8 +316,16 @@ class FenchelRank(_LinearRanker):
             )
 
     def fit(self, X, y, qid=None):
-        """Fit on ``(X, y, qid)``; returns ``self``."""
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero: with ``r > 0`` only when the duality gap at
+        ``w = 0``, ``||grad G(0)||_inf``, is already at most ``tol`` (no
+        radius empties the l1-ball model).
+        """
+        reset_fitted(self)
         self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
         r = float(self.r)
         loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
                                     backend=self.backend)
@@ -261,7 +346,16 @@ class FenchelRank(_LinearRanker):
         self.dual_gap_ = float(result.history["gap"][-1])
         self.objective_ = -float(result.history["D"][-1])
         self.backend_ = loss.backend
-        self.n_features_in_ = loss.n_features
+        if not np.any(coef):
+            gap0 = float(self.history_["gap"][0])
+            _warn_empty(
+                self,
+                "no radius r > 0 empties the l1-ball model: w = 0 is returned "
+                "only when the duality gap at w = 0, ||grad G(0)||_inf = "
+                f"{gap0:.6g}, is already <= tol = {float(self.tol):g} (it is 0 "
+                "when the pairs' differences cancel)"
+                + ("; lower tol" if 0 < gap0 <= float(self.tol) else ""),
+                parameter="r", value=r)
         return self
 
 
@@ -407,7 +501,11 @@ class SparseRankSVM(_LinearRanker):
         start), the non-convex objective ``F``, ``majorizer``, ``support``,
         ``n_inner``, ``change``, ``n_fun``, ``time``.
     inner_history_ : list of dict of ndarray
-        Non-convex penalties only: the FISTA history of every pass.
+        The FISTA history of every pass (one entry for the convex penalties).
+    penalty_ : object
+        The penalty solved: :class:`refimpl.penalties.L1` or
+        :class:`refimpl.penalties.WeightedL1` for the convex penalties, the
+        concave penalty of :mod:`refimpl.nonconvex` otherwise.
     converged_ : bool
     objective_ : float
         ``F(coef_)`` (eq. 7, eq. 12, or ``C J_1 + sum_j g(|w_j|)``).
@@ -476,8 +574,17 @@ class SparseRankSVM(_LinearRanker):
         return loss, smooth, penalty
 
     def fit(self, X, y, qid=None):
-        """Fit on ``(X, y, qid)``; returns ``self``."""
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, naming the ``C`` at or below which that happens
+        (its ``threshold``): ``min_j beta_j / |grad_j
+        L(0)|`` (``1 / ||grad L(0)||_inf`` for ``"l1"``), for the non-convex
+        penalties that of the first (l1) pass.
+        """
+        reset_fitted(self)
         concave = self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
         if concave is not None:
             return self._fit_reweighted(X, y, qid, concave)
         loss, smooth, penalty = self._problem(X, y, qid)
@@ -500,9 +607,44 @@ class SparseRankSVM(_LinearRanker):
         self.inner_history_ = [self.history_]
         self.objective_ = float(result.history["F"][-1])
         self.lipschitz_ = float(result.history["L"][-1])
+        self.penalty_ = penalty
         self.backend_ = loss.backend
-        self.n_features_in_ = loss.n_features
+        if not np.any(self.coef_):
+            beta = getattr(penalty, "weights", None) if self.penalty != "l1" else None
+            self._warn_empty_C(_l1_null_C(_grad_at_zero(loss), beta),
+                               "min_j beta_j / |grad_j L(0)|" if beta is not None
+                               else "1 / ||grad L(0)||_inf", stacklevel=4)
         return self
+
+    def _warn_empty_C(self, threshold, formula, fixed=None, stacklevel=5):
+        """Warn that ``coef_ = 0``, with the ``C`` at or below which it must be.
+
+        ``fixed`` (non-convex penalties): the largest ``C`` for which
+        ``w = 0`` is a fixed point of the reweighting, ``min_j g'(0) /
+        |grad_j L(0)|``; between ``threshold`` and ``fixed`` the first pass
+        finds a model and later passes may remove it.
+        """
+        C = float(self.C)
+        if math.isinf(threshold):
+            detail = ("the gradient of the loss at w = 0 is zero, so no C gives a "
+                      "non-zero weight")
+        else:
+            detail = f"every weight vanishes for C <= {threshold:.6g} (= {formula})"
+            if fixed is not None:
+                detail += (" in the first (l1) pass, and w = 0 is a fixed point of "
+                           f"the reweighting for C <= {fixed:.6g} (= min_j g'(0) / "
+                           "|grad_j L(0)|)")
+            if C <= threshold:
+                detail += "; choose C above it"
+            elif fixed is not None and C <= fixed:
+                detail += (f"; the reweighting passes removed every feature: choose "
+                           f"C above {fixed:.6g}")
+            else:
+                detail += (f"; C is above it, yet the fit ended at w = 0 (converged_"
+                           f" = {self.converged_})")
+        _warn_empty(self, f"penalty={self.penalty!r}, C={self.C!r}: {detail}",
+                    parameter="C", value=C, threshold=threshold,
+                    stacklevel=stacklevel)
 
     def _fit_reweighted(self, X, y, qid, concave):
         loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
@@ -530,7 +672,10 @@ class SparseRankSVM(_LinearRanker):
         self.lipschitz_ = float(self.inner_history_[-1]["L"][-1])
         self.penalty_ = concave
         self.backend_ = loss.backend
-        self.n_features_in_ = loss.n_features
+        if not np.any(self.coef_):
+            g = _grad_at_zero(loss)
+            fixed = _l1_null_C(g, concave.weights(np.zeros(loss.n_features)))
+            self._warn_empty_C(_l1_null_C(g), "1 / ||grad L(0)||_inf", fixed)
         return self
 
 
@@ -565,8 +710,11 @@ class FSMRank(_LinearRanker):
     ----------
     lambda1 : float, default 1.0
         Weight of the similarity term (>= 0).
-    lambda2 : float, default 1.0
-        Weight of the importance-weighted l1 term (>= 0).
+    lambda2 : float, default 1e-3
+        Weight of the importance-weighted l1 term (>= 0).  Every weight
+        vanishes for ``lambda2 >= max_i s_i |grad_i f(0)|`` (0.15 on MQ2008
+        Fold 1, 0.19 on the default synthetic data), whatever ``lambda1``;
+        the default is the middle of the runner's grid (1e-4 to 1e-2).
     importance : {"pearson", "uniform"}, default "pearson"
         ``s_i = |PC(h_i, y)|`` (floored at
         ``refimpl.fsmrank.IMPORTANCE_FLOOR``), or ``s = 1`` (Table III's
@@ -617,7 +765,7 @@ class FSMRank(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
-    def __init__(self, lambda1=1.0, lambda2=1.0, importance="pearson",
+    def __init__(self, lambda1=1.0, lambda2=1e-3, importance="pearson",
                  similarity="pearson", psd="project", tol=1e-6, max_iter=10000,
                  L0=None, backend="auto"):
         self.lambda1 = lambda1
@@ -666,8 +814,19 @@ class FSMRank(_LinearRanker):
         return loss, smooth, penalty, s, A, projected, min_eig
 
     def fit(self, X, y, qid=None):
-        """Fit on ``(X, y, qid)``; returns ``self``."""
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, naming the ``lambda2`` at or above which that
+        happens (its ``threshold``).  By the optimality
+        conditions of eq. 2 on the orthant, ``w = 0`` is optimal iff
+        ``grad_i psi(0) + lambda2 / s_i >= 0`` for every ``i``; ``grad
+        psi(0) = [g, -g]`` with ``g = grad f(0)`` (the similarity term has
+        zero gradient at 0), hence iff ``lambda2 >= max_i s_i |g_i|``.
+        """
+        reset_fitted(self)
         self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
         loss, smooth, penalty, s, A, projected, min_eig = self._problem(X, y, qid)
         L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
         if L0 <= 0:
@@ -692,7 +851,20 @@ class FSMRank(_LinearRanker):
         self.history_ = result.as_arrays()
         self.objective_ = float(result.history["F"][-1])
         self.backend_ = loss.backend
-        self.n_features_in_ = d
+        if not np.any(coef):
+            lam2 = float(self.lambda2)
+            threshold = float(np.max(s * np.abs(_grad_at_zero(loss)), initial=0.0))
+            if threshold == 0:
+                detail = ("the gradient of the loss at w = 0 is zero, so no lambda2 "
+                          "gives a non-zero weight")
+            else:
+                side = ("choose lambda2 below it" if lam2 >= threshold else
+                        "lambda2 is below it, yet the fit ended at w = 0 "
+                        f"(converged_ = {self.converged_})")
+                detail = (f"every weight vanishes for lambda2 >= {threshold:.6g} (= "
+                          f"max_i s_i |grad_i f(0)|, whatever lambda1); {side}")
+            _warn_empty(self, f"lambda2={self.lambda2!r}: {detail}",
+                        parameter="lambda2", value=lam2, threshold=threshold)
         return self
 
 
@@ -709,6 +881,8 @@ def _check_n_select(n_features, d):
 def _gas(X, y, qid, n_features, c):
     """GAS selection plus its inputs: ``(selected, importance, similarity)``."""
     X = check_X(X)
+    check_labels(y, X.shape[0])
+    group_queries(qid, X.shape[0])
     t = _check_n_select(n_features, X.shape[1])
     check_nonnegative(c, "c")
     importance, _ = feature_ndcg(X, y, qid, k=10)
@@ -769,7 +943,6 @@ def _fit_ranksvm_on(estimator, X, y, qid, selected):
     estimator.n_iter_ = svm.n_iter_
     estimator.converged_ = svm.converged_
     estimator.history_ = svm.history_
-    estimator.n_features_in_ = X.shape[1]
     return estimator
 
 
@@ -814,7 +987,8 @@ class GASRanker(_LinearRanker):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        X = check_X(X)
+        reset_fitted(self)
+        X, y = check_fit_input(self, X, y, qid)
         _check_n_select(self.n_features, X.shape[1])
         check_nonnegative(self.c, "c")
         check_positive(self.C, "C")
@@ -835,8 +1009,10 @@ class FSMSVM(_LinearRanker):
     ----------
     n_features : int
         Number ``t`` of features to keep.
-    lambda1, lambda2 : float, default 1.0
-        FSMRank's weights (eq. 1).
+    lambda1 : float, default 1.0
+        FSMRank's similarity weight (eq. 1).
+    lambda2 : float, default 1e-3
+        FSMRank's l1 weight (eq. 1), default as :class:`FSMRank`'s.
     C : float, default 1.0
         RankSVM loss weight.
 
@@ -854,7 +1030,7 @@ class FSMSVM(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
-    def __init__(self, n_features, lambda1=1.0, lambda2=1.0, C=1.0):
+    def __init__(self, n_features, lambda1=1.0, lambda2=1e-3, C=1.0):
         self.n_features = n_features
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -862,7 +1038,8 @@ class FSMSVM(_LinearRanker):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        X = check_X(X)
+        reset_fitted(self)
+        X, y = check_fit_input(self, X, y, qid)
         t = _check_n_select(self.n_features, X.shape[1])
         check_positive(self.C, "C")
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)

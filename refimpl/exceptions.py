@@ -16,3 +16,34 @@ class DatasetNotFoundError(FileNotFoundError):
 
 class PairMatrixTooLargeError(MemoryError):
     """The explicit pair-difference matrix would need more memory than allowed."""
+
+
+class EmptyModelWarning(UserWarning):
+    """A fitted linear ranker has no non-zero weight: it ranks every document equally.
+
+    Raised (as a warning) by the estimators of :mod:`refimpl.estimators` when
+    ``coef_`` is all zero.  For an l1-type penalty on a smooth loss this
+    happens exactly when the regularisation is at or beyond the value at
+    which ``w = 0`` satisfies the optimality conditions, computed from the
+    gradient at zero like scikit-learn's ``alpha_max``; the message names the
+    penalty, its value and that threshold so that a grid can be chosen on the
+    useful side of it.
+
+    Attributes
+    ----------
+    parameter : str or None
+        The estimator parameter that controls sparsity (``"C"``,
+        ``"lambda2"``, ``"r"``).
+    value : float or None
+        Its value in the fit.
+    threshold : float or None
+        Where every weight vanishes: for ``C`` every weight is zero when
+        ``C <= threshold``, for ``lambda2`` when ``lambda2 >= threshold``;
+        None when no value of the parameter empties the model.
+    """
+
+    def __init__(self, message, *, parameter=None, value=None, threshold=None):
+        super().__init__(message)
+        self.parameter = parameter
+        self.value = value
+        self.threshold = threshold

@@ -44,10 +44,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
+    check_fit_input,
     check_nonnegative,
     check_positive,
     check_ranking_data,
     check_X,
+    reset_fitted,
+    validate_X,
 )
 from .exceptions import DataError
 from .fsmrank import feature_ndcg
@@ -827,6 +830,10 @@ class LifeRank(TransformerMixin, BaseEstimator):
     objective_ : float
         Eq. 5 (without ``b``) at the returned ``(T, w)``.
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` was a data frame with string column names;
+        ``transform`` and ``predict`` then require the same names in the
+        same order.
 
     Derived in: book/06_liferank_bdmm.md#liferank
     """
@@ -874,8 +881,14 @@ class LifeRank(TransformerMixin, BaseEstimator):
         return T0
 
     def fit(self, X, y, qid=None):
-        """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``."""
+        """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``.
+
+        Attributes of a previous fit are deleted first; ``X`` is checked as
+        scikit-learn does (see ``refimpl._validation.validate_X``).
+        """
+        reset_fitted(self)
         self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
         loss = PairwiseLogistic(X, y, qid)
         objective = LifeRankObjective(loss, self.n_components, self.lam)
         n, k = objective.n, objective.k
@@ -903,7 +916,6 @@ class LifeRank(TransformerMixin, BaseEstimator):
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
         self.objective_ = float(result.history["f"][-1])
-        self.n_features_in_ = n
         return self
 
     def fit_transform(self, X, y, qid=None):
@@ -912,13 +924,7 @@ class LifeRank(TransformerMixin, BaseEstimator):
 
     def _check_input(self, X):
         check_is_fitted(self, "components_")
-        X = check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise DataError(
-                f"X has {X.shape[1]} features, but LifeRank was fitted with "
-                f"{self.n_features_in_}"
-            )
-        return X
+        return validate_X(self, X, reset=False)
 
     def transform(self, X):
         """The extracted features ``X T`` (shape ``(m, n_components)``)."""

@@ -1,0 +1,322 @@
+"""Edges of the estimators (issue 14, items 5 and 7).
+
+Bad input is refused at ``fit`` with an error naming the parameter (empty
+``X``, no feature, ``y`` shorter than ``X``), a refit keeps nothing of the
+previous fit, ``predict`` refuses a data frame whose columns were permuted,
+the defaults give a model with non-zero weights on the book's data, and a
+model with no non-zero weight is reported by ``EmptyModelWarning`` with the
+threshold at which every weight vanishes (checked against a brute-force
+gradient and by fitting on both sides of it).
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from refimpl import metrics
+from refimpl.data import (
+    load_letor_fold,
+    make_synthetic_letor,
+    query_level_normalize,
+    train_test_split_queries,
+)
+from refimpl.estimators import (
+    FSMSVM,
+    FenchelRank,
+    FSMRank,
+    GASRanker,
+    RankSVM,
+    SparseRankSVM,
+    gas_e,
+)
+from refimpl.exceptions import DataError, EmptyModelWarning
+from refimpl.fsmrank import pearson_importance
+from refimpl.liferank import LifeRank
+from refimpl.nonconvex import LogPenalty
+from refimpl.pairs import pair_difference_matrix
+from refimpl.penalties import L1
+
+#: Every public estimator, as built for these small problems.
+ESTIMATORS = {
+    "RankSVM": lambda: RankSVM(),
+    "FenchelRank": lambda: FenchelRank(),
+    "SparseRankSVM": lambda: SparseRankSVM(),
+    "SparseRankSVM-log": lambda: SparseRankSVM(penalty="log"),
+    "FSMRank": lambda: FSMRank(),
+    "GASRanker": lambda: GASRanker(n_features=3),
+    "FSMSVM": lambda: FSMSVM(n_features=3),
+    # lam = 0.05 converges within max_iter on these small problems
+    "LifeRank": lambda: LifeRank(n_components=3, lam=0.05, lr=0.5,
+                                 constraint="stiefel"),
+}
+NAMES = list(ESTIMATORS)
+
+
+def small(seed=0, n_queries=8):
+    d = make_synthetic_letor(n_queries=n_queries, docs_per_query=(4, 9), n_noise=4,
+                             n_levels=3, seed=seed)
+    return d.X, d.y, d.qid
+
+
+def quiet_fit(est, X, y, qid):
+    """Fit, ignoring the PSD-projection UserWarning of FSMRank on small data."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*positive semidefinite")
+        return est.fit(X, y, qid)
+
+
+def empty_warnings(est, X, y, qid):
+    """Fit ``est`` and return the EmptyModelWarning instances it emitted."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y, qid)
+    return [w.message for w in caught if issubclass(w.category, EmptyModelWarning)]
+
+
+# --------------------------------------------------------------------------
+# Item 5: bad input is refused at the boundary with a clear error
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_empty_X_is_refused_with_scikit_learns_message(name):
+    X, y, qid = small()
+    est = ESTIMATORS[name]()
+    with pytest.raises(DataError, match=(
+            r"Found array with 0 sample\(s\) \(shape=\(0, 14\)\) while a minimum "
+            rf"of 1 is required by {type(est).__name__}")):
+        est.fit(X[:0], y[:0], qid[:0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zero_features_are_refused_with_scikit_learns_message(name):
+    X, y, qid = small()
+    est = ESTIMATORS[name]()
+    with pytest.raises(DataError, match=(
+            r"Found array with 0 feature\(s\) \(shape=\(45, 0\)\) while a minimum "
+            rf"of 1 is required by {type(est).__name__}")):
+        est.fit(X[:, :0], y, qid)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_short_y_or_qid_is_named_with_both_lengths(name):
+    X, y, qid = small()
+    with pytest.raises(DataError, match=r"^y has 44 entries but X has 45 rows$"):
+        ESTIMATORS[name]().fit(X, y[:-1], qid)
+    with pytest.raises(DataError, match=r"^qid has 44 entries but there are 45 "):
+        ESTIMATORS[name]().fit(X, y, qid[:-1])
+
+
+def test_gas_e_names_a_short_y():
+    X, y, qid = small()
+    with pytest.raises(DataError, match=r"^y has 44 entries but X has 45 rows$"):
+        gas_e(X, y[:-1], qid, 3)
+
+
+def test_query_level_normalize_refuses_empty_X():
+    X, _, qid = small()
+    with pytest.raises(DataError, match="no documents"):
+        query_level_normalize(X[:0], qid[:0])
+
+
+# --------------------------------------------------------------------------
+# Item 5: a refit keeps nothing of the previous fit
+# --------------------------------------------------------------------------
+
+
+def test_penalty_does_not_survive_a_refit_from_log_to_l1():
+    X, y, qid = small()
+    m = SparseRankSVM(penalty="log").fit(X, y, qid)
+    assert isinstance(m.penalty_, LogPenalty)
+    m.set_params(penalty="l1").fit(X, y, qid)
+    fresh = SparseRankSVM(penalty="l1").fit(X, y, qid)
+    assert isinstance(m.penalty_, L1)
+    assert set(vars(m)) == set(vars(fresh))
+    assert len(m.inner_history_) == m.n_outer_ == 1
+    np.testing.assert_array_equal(m.coef_, fresh.coef_)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_refit_keeps_no_attribute_of_the_previous_fit(name):
+    X, y, qid = small()
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    m = quiet_fit(ESTIMATORS[name](), df, y, qid)
+    assert list(m.feature_names_in_) == list(df.columns)
+    quiet_fit(m, X, y, qid)
+    fresh = quiet_fit(ESTIMATORS[name](), X, y, qid)
+    assert set(vars(m)) == set(vars(fresh))
+    assert not hasattr(m, "feature_names_in_")
+    # a refit that fails leaves an unfitted estimator, not the previous model
+    with pytest.raises(DataError):
+        m.fit(X, y[:-1], qid)
+    assert not hasattr(m, "coef_")
+    with pytest.raises(NotFittedError):
+        m.predict(X)
+
+
+# --------------------------------------------------------------------------
+# Item 5: predict checks the columns by name
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_refuses_a_data_frame_with_permuted_columns(name):
+    X, y, qid = small()
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    m = quiet_fit(ESTIMATORS[name](), df, y, qid)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_array_equal(m.predict(df), m.predict(X))
+    permuted = df[df.columns[::-1]]
+    with pytest.raises(DataError, match="feature names should match"):
+        m.predict(permuted)
+    if hasattr(m, "transform"):
+        with pytest.raises(DataError, match="feature names should match"):
+            m.transform(permuted)
+    with pytest.raises(DataError, match="seen at fit time, yet now missing:\n- f13"):
+        m.predict(df[df.columns[:-1]])
+
+
+# --------------------------------------------------------------------------
+# Item 7: the defaults give a useful model
+# --------------------------------------------------------------------------
+
+
+def test_default_fsmrank_has_non_zero_weights_on_synthetic_data():
+    d = make_synthetic_letor()
+    tr, te = train_test_split_queries(d.X, d.y, d.qid, test_size=0.25, seed=0)
+    for est in (FSMRank(), FSMSVM(n_features=5)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", EmptyModelWarning)
+            m = quiet_fit(est, *tr)
+        fsm = m.fsmrank_ if isinstance(m, FSMSVM) else m
+        assert np.count_nonzero(fsm.coef_) >= 5
+        # better than the constant ranker (all scores tied)
+        assert (metrics.mean_ndcg(te.y, m.predict(te.X), te.qid)
+                > metrics.mean_ndcg(te.y, np.zeros(len(te.y)), te.qid) + 0.3)
+
+
+def test_default_fsmrank_has_non_zero_weights_on_mq2008(letor_root):
+    fold = load_letor_fold("MQ2008", 1, root=letor_root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyModelWarning)
+        m = quiet_fit(FSMRank(), *fold.train)
+    assert np.count_nonzero(m.coef_) >= 5
+    te = fold.test
+    assert (metrics.mean_ndcg(te.y, m.predict(te.X), te.qid)
+            > metrics.mean_ndcg(te.y, np.zeros(len(te.y)), te.qid) + 0.1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_useful_fit_does_not_warn(name):
+    X, y, qid = small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyModelWarning)
+        m = quiet_fit(ESTIMATORS[name](), X, y, qid)
+    assert np.any(m.coef_)
+
+
+# --------------------------------------------------------------------------
+# Item 7: an empty model is reported, with the threshold
+# --------------------------------------------------------------------------
+
+
+def brute_gradient_at_zero(X, y, qid):
+    """``grad_w sum_P max(0, 1 - w^T k)^2`` at 0: every pair active, ``-2 K^T 1``."""
+    K = pair_difference_matrix(X, y, qid)
+    return -2.0 * np.asarray(K.sum(axis=0)).ravel(), K.shape[0]
+
+
+TIGHT = {"tol": 1e-10, "max_iter": 100_000}
+
+
+@pytest.mark.parametrize("penalty", ["l1", "weighted_l1", "mcp", "scad"])
+def test_sparse_ranksvm_threshold_in_C(penalty):
+    X, y, qid = small(3)
+    g, _ = brute_gradient_at_zero(X, y, qid)
+    beta = np.linspace(0.5, 2.0, X.shape[1])
+    kw = dict(penalty=penalty, **TIGHT)
+    if penalty == "weighted_l1":
+        kw["weights"] = beta
+        expected = np.min(beta / np.abs(g))
+    else:
+        expected = 1.0 / np.abs(g).max()
+    (w,) = empty_warnings(SparseRankSVM(C=1e-6, **kw), X, y, qid)
+    assert w.parameter == "C" and w.value == 1e-6
+    assert w.threshold == pytest.approx(expected, rel=1e-12)
+    assert f"penalty={penalty!r}" in str(w) and "C=1e-06" in str(w)
+    assert f"{w.threshold:.6g}" in str(w)
+    # just below the threshold in C: every weight is zero (and it says so)
+    below = SparseRankSVM(C=w.threshold * (1 - 1e-3), **kw)
+    assert len(empty_warnings(below, X, y, qid)) == 1
+    assert not np.any(below.coef_)
+    # just above: a model, and no warning
+    above = SparseRankSVM(C=w.threshold * (1 + 1e-3), **kw)
+    assert empty_warnings(above, X, y, qid) == []
+    assert np.count_nonzero(above.coef_) >= 1
+
+
+def test_sparse_ranksvm_log_threshold_is_the_first_passs():
+    X, y, qid = small(3)
+    g, _ = brute_gradient_at_zero(X, y, qid)
+    (w,) = empty_warnings(SparseRankSVM(C=1e-6, penalty="log", **TIGHT), X, y, qid)
+    assert w.threshold == pytest.approx(1.0 / np.abs(g).max(), rel=1e-12)
+    # the log penalty weights a zero coefficient by g'(0) = 1/eps = 10, so w = 0
+    # stays a fixed point of the reweighting up to 10 times the threshold
+    assert f"{10 * w.threshold:.6g}" in str(w)
+    m = SparseRankSVM(C=w.threshold * (1 - 1e-3), penalty="log", **TIGHT)
+    assert len(empty_warnings(m, X, y, qid)) == 1 and not np.any(m.coef_)
+    m = SparseRankSVM(C=20 * w.threshold, penalty="log", **TIGHT)
+    assert empty_warnings(m, X, y, qid) == [] and np.any(m.coef_)
+
+
+@pytest.mark.parametrize("lambda1", [0.0, 1.0])
+def test_fsmrank_threshold_in_lambda2(lambda1):
+    X, y, qid = small(3)
+    g, p = brute_gradient_at_zero(X, y, qid)
+    expected = np.max(pearson_importance(X, y) * np.abs(g) / p)
+    kw = {"lambda1": lambda1, "tol": 1e-12, "max_iter": 100_000}
+    (w,) = empty_warnings(FSMRank(lambda2=1.0, **kw), X, y, qid)
+    assert w.parameter == "lambda2" and w.value == 1.0
+    assert w.threshold == pytest.approx(expected, rel=1e-12)
+    assert "lambda2=1.0" in str(w) and f"{w.threshold:.6g}" in str(w)
+    above = FSMRank(lambda2=w.threshold * (1 + 1e-3), **kw)
+    assert len(empty_warnings(above, X, y, qid)) == 1
+    assert not np.any(above.coef_)
+    below = FSMRank(lambda2=w.threshold * (1 - 1e-3), **kw)
+    assert empty_warnings(below, X, y, qid) == []
+    assert np.count_nonzero(below.coef_) >= 1
+
+
+def test_issue_fsmrank_lambda2_one_warns_instead_of_a_silent_constant_ranker():
+    d = make_synthetic_letor()
+    (w,) = empty_warnings(FSMRank(lambda2=1.0), d.X, d.y, d.qid)
+    assert w.threshold < 1.0
+    assert "choose lambda2 below it" in str(w)
+
+
+def test_no_threshold_when_the_gradient_at_zero_vanishes():
+    # two mirrored queries: the pair differences cancel, grad L(0) = 0, and
+    # w = 0 is the solution whatever the regularisation
+    X = np.array([[1.0, 0.5], [0.0, 0.5], [0.0, 0.5], [1.0, 0.5]])
+    y = np.array([1, 0, 1, 0])
+    qid = np.array([1, 1, 2, 2])
+    (w,) = empty_warnings(FenchelRank(r=4.0), X, y, qid)
+    assert w.parameter == "r" and w.threshold is None
+    (w,) = empty_warnings(SparseRankSVM(C=100.0), X, y, qid)
+    assert w.threshold == np.inf and "no C gives a non-zero weight" in str(w)
+    (w,) = empty_warnings(FSMRank(lambda2=1e-6), X, y, qid)
+    assert w.threshold == 0 and "no lambda2 gives a non-zero weight" in str(w)
+
+
+def test_the_warning_points_at_the_callers_line():
+    X, y, qid = small(3)
+    for est in (SparseRankSVM(C=1e-6), SparseRankSVM(C=1e-6, penalty="mcp"),
+                FSMRank(lambda2=10.0)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(X, y, qid)
+        (rec,) = [w for w in caught if issubclass(w.category, EmptyModelWarning)]
+        assert rec.filename == __file__
