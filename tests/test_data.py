@@ -869,3 +869,15 @@ def test_cached_parse_keeps_every_check(tmp_path):
         load_letor(path, n_features=2)
     with pytest.raises(DataError, match="line 1: label 2 is outside"):
         load_letor(path, label_range=(0, 1))
+
+
+def test_long_lines_and_many_slow_values(tmp_path):
+    """Lines longer than the parser's first buffers, values off its fast path."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((4, 700)) * 10.0 ** rng.integers(-30, 30, (4, 700))
+    X[:, ::7] = 0.0
+    y = np.array([0, 1, 2, 3])
+    path = write_letor(tmp_path / "long.txt", X, y, np.array([1, 1, 2, 2]))
+    X2, y2, _ = load_letor(path, cache=False)
+    np.testing.assert_array_equal(X2.view(np.int64), X.view(np.int64))
+    np.testing.assert_array_equal(y2, y)

@@ -281,6 +281,43 @@ def _parse_qid(buf, s, e):
 
 
 @njit(cache=True)
+def _check_index(buf, ts, n, prev, max_index):
+    """``(code, pos, index)`` for the index of the token at ``ts``.
+
+    ``pos`` is the colon's position (``OK``), or where the token ends
+    (``E_TOKEN``: no colon) or the index stops.  Leading zeros do not count
+    towards the digits that could overflow.
+    """
+    pos = ts
+    idx = 0
+    nsig = 0
+    plain = True
+    while pos < n:
+        c = buf[pos]
+        if 48 <= c <= 57:
+            if idx != 0 or c != 48:
+                nsig += 1
+                if nsig <= _MAX_DIGITS:
+                    idx = idx * 10 + (c - 48)
+        elif c == 58 or _ends_token(c):
+            break
+        else:
+            plain = False
+        pos += 1
+    if pos >= n or buf[pos] != 58:
+        return E_TOKEN, pos, idx
+    if not plain or pos == ts:
+        return E_INDEX, pos, idx
+    if idx == 0:
+        return E_INDEX_ZERO, pos, idx
+    if nsig > _MAX_DIGITS or idx > max_index:
+        return E_INDEX_BIG, pos, idx
+    if idx <= prev:
+        return E_INDEX_ORDER, pos, idx
+    return OK, pos, idx
+
+
+@njit(cache=True)
 def _set_err(err, code, line_no, line_start, ts, te, extra):
     err[0] = code
     err[1] = line_no
@@ -288,6 +325,161 @@ def _set_err(err, code, line_no, line_start, ts, te, extra):
     err[3] = ts
     err[4] = te
     err[5] = extra
+
+
+NEED_ROOM = -1  # _parse_features: tidx/tval or slow is full
+
+
+@njit(cache=True)
+def _parse_features(
+    buf, pos, n, max_index, fixed, tidx, tval, slow, n_slow, row, line_no,
+    line_start, pow10, err,
+):
+    """The ``index:value`` tokens of one line, from ``pos`` to its data end.
+
+    Kept apart from ``parse_svmlight`` so that no array is re-bound inside
+    this loop (a re-bound array costs numba 3x here); it returns
+    ``NEED_ROOM`` when ``tidx``/``tval`` or ``slow`` is full, and the caller
+    grows them and reads the line again.
+
+    Returns ``(code, pos, nt, prev, n_slow, last_ts, last_te)``; on an error
+    ``err`` is filled.
+    """
+    nt = 0
+    prev = 0
+    last_ts = pos
+    last_te = pos
+    while True:
+        while pos < n and _is_space(buf[pos]):
+            pos += 1
+        if pos >= n or buf[pos] == 10 or buf[pos] == 35:
+            break
+        ts = pos
+        idx = 0
+        while pos < n:
+            d = np.int64(buf[pos]) - 48
+            if d < 0 or d > 9:
+                break
+            idx = idx * 10 + d
+            pos += 1
+        nd = pos - ts
+        if (
+            nd == 0
+            or nd > _MAX_DIGITS
+            or pos >= n
+            or buf[pos] != 58
+            or idx <= prev
+            or idx > max_index
+        ):
+            # the uncommon cases, sorted out in the order of the checks
+            code, pos, idx = _check_index(buf, ts, n, prev, max_index)
+            if code != OK:
+                code = E_INDEX_NFEAT if code == E_INDEX_BIG and fixed else code
+                te = pos if code == E_TOKEN else _token_end(buf, pos, n)
+                _set_err(err, code, line_no, line_start, ts, te, max_index)
+                return code, pos, nt, prev, n_slow, last_ts, last_te
+        colon = pos
+        # Clinger's fast path, written out here (as a call it costs 3x): at
+        # most 15 digits, so m < 2**53, and one division by 10**nf.
+        i = colon + 1
+        neg = i < n and buf[i] == 45
+        if neg:
+            i += 1
+        m = 0
+        ds = i
+        while i < n:
+            d = np.int64(buf[i]) - 48
+            if d < 0 or d > 9:
+                break
+            m = m * 10 + d
+            i += 1
+        nf = 0
+        if i < n and buf[i] == 46:
+            i += 1
+            fs = i
+            while i < n:
+                d = np.int64(buf[i]) - 48
+                if d < 0 or d > 9:
+                    break
+                m = m * 10 + d
+                i += 1
+            nf = i - fs
+            nd = i - ds - 1
+        else:
+            nd = i - ds
+        if 0 < nd <= 15 and (i >= n or _ends_token(buf[i])):
+            status = 0
+            v = float(m) / pow10[nf]
+            if neg:
+                v = -v
+            pos = i
+        else:
+            status, v, pos = parse_float(buf, colon + 1, n, pow10)
+        if status == 2:
+            te = _token_end(buf, pos, n)
+            _set_err(err, E_VALUE, line_no, line_start, ts, te, idx)
+            return E_VALUE, pos, nt, prev, n_slow, last_ts, last_te
+        if nt == tidx.size:
+            return NEED_ROOM, pos, nt, prev, n_slow, last_ts, last_te
+        if status == 1:
+            if n_slow == slow.shape[0]:
+                return NEED_ROOM, pos, nt, prev, n_slow, last_ts, last_te
+            slow[n_slow, 0] = colon + 1
+            slow[n_slow, 1] = pos
+            slow[n_slow, 2] = row
+            slow[n_slow, 3] = idx - 1
+            slow[n_slow, 4] = line_no
+            slow[n_slow, 5] = line_start
+            n_slow += 1
+            v = 0.0
+        tidx[nt] = idx
+        tval[nt] = v
+        nt += 1
+        prev = idx
+        last_ts = ts
+        last_te = pos
+    return OK, pos, nt, prev, n_slow, last_ts, last_te
+
+
+@njit(cache=True)
+def _write_row(X, base, cap, tidx, tval, nt):
+    """Row ``X[base:base + cap]``: the line's values, zeros elsewhere."""
+    c = 0
+    for t in range(nt):
+        j = tidx[t] - 1
+        while c < j:
+            X[base + c] = 0.0
+            c += 1
+        X[base + c] = tval[t]
+        c += 1
+    while c < cap:
+        X[base + c] = 0.0
+        c += 1
+
+
+@njit(cache=True)
+def _widen(X, n_rows, cap, new_cap, rows_cap):
+    """A copy of the first ``n_rows`` rows with ``new_cap`` columns."""
+    X2 = np.empty(rows_cap * new_cap, np.float64)
+    for r in range(n_rows):
+        src = r * cap
+        dst = r * new_cap
+        for c in range(cap):
+            X2[dst + c] = X[src + c]
+        for c in range(cap, new_cap):
+            X2[dst + c] = 0.0
+    return X2
+
+
+@njit(cache=True)
+def _compact(X, n_rows, cap, width):
+    """Rows of ``cap`` entries to rows of ``width <= cap``, in place: rows only
+    move to lower addresses."""
+    for r in range(n_rows):
+        src = r * cap
+        dst = r * width
+        for c in range(width):
+            X[dst + c] = X[src + c]
 
 
 @njit(cache=True)
@@ -381,80 +573,28 @@ def parse_svmlight(
             _set_err(err, E_QID, line_no, line_start, ts, te, 0)
             return err, X, row, width, labels, qids, comments, slow[:n_slow]
         # features
-        nt = 0
-        prev = 0
-        last_ts = ts
-        last_te = te
+        start = pos
+        slow_start = n_slow
         while True:
-            while pos < n and _is_space(buf[pos]):
-                pos += 1
-            if pos >= n or buf[pos] == 10 or buf[pos] == 35:
+            code, pos, nt, prev, n_slow, last_ts, last_te = _parse_features(
+                buf, start, n, max_index, fixed, tidx, tval, slow, slow_start,
+                row, line_no, line_start, pow10, err,
+            )
+            if code != NEED_ROOM:
                 break
-            ts = pos
-            idx = 0
-            nsig = 0
-            plain = True
-            while pos < n:
-                c = buf[pos]
-                if 48 <= c <= 57:
-                    if idx != 0 or c != 48:
-                        nsig += 1
-                        if nsig <= _MAX_DIGITS:
-                            idx = idx * 10 + (c - 48)
-                elif c == 58 or _ends_token(c):
-                    break
-                else:
-                    plain = False
-                pos += 1
-            if pos >= n or buf[pos] != 58:
-                _set_err(err, E_TOKEN, line_no, line_start, ts, pos, 0)
-                return err, X, row, width, labels, qids, comments, slow[:n_slow]
-            colon = pos
-            code = OK
-            if not plain or colon == ts:
-                code = E_INDEX
-            elif idx == 0:
-                code = E_INDEX_ZERO
-            elif nsig > _MAX_DIGITS or idx > max_index:
-                code = E_INDEX_NFEAT if fixed else E_INDEX_BIG
-            elif idx <= prev:
-                code = E_INDEX_ORDER
-            if code != OK:
-                te = _token_end(buf, colon, n)
-                _set_err(err, code, line_no, line_start, ts, te, max_index)
-                return err, X, row, width, labels, qids, comments, slow[:n_slow]
-            status, v, pos = parse_float(buf, colon + 1, n, pow10)
-            if status == 2:
-                te = _token_end(buf, pos, n)
-                _set_err(err, E_VALUE, line_no, line_start, ts, te, idx)
-                return err, X, row, width, labels, qids, comments, slow[:n_slow]
-            te = pos
-            if status == 1:
-                if n_slow == slow.shape[0]:
-                    bigger = np.empty((2 * n_slow, SLOW_COLS), np.int64)
-                    bigger[:n_slow] = slow
-                    slow = bigger
-                slow[n_slow, 0] = colon + 1
-                slow[n_slow, 1] = te
-                slow[n_slow, 2] = row
-                slow[n_slow, 3] = idx - 1
-                slow[n_slow, 4] = line_no
-                slow[n_slow, 5] = line_start
-                n_slow += 1
-                v = 0.0
             if nt == tidx.size:
                 bi = np.empty(2 * nt, np.int64)
                 bv = np.empty(2 * nt, np.float64)
-                bi[:nt] = tidx
-                bv[:nt] = tval
+                bi[:nt] = tidx[:nt]
+                bv[:nt] = tval[:nt]
                 tidx = bi
                 tval = bv
-            tidx[nt] = idx
-            tval[nt] = v
-            nt += 1
-            prev = idx
-            last_ts = ts
-            last_te = te
+            else:
+                bigger = np.empty((2 * slow.shape[0], SLOW_COLS), np.int64)
+                bigger[:n_slow] = slow[:n_slow]
+                slow = bigger
+        if code != OK:
+            return err, X, row, width, labels, qids, comments, slow[:n_slow]
         # comment and end of line
         cs = pos
         if pos < n and buf[pos] == 35:
@@ -474,37 +614,13 @@ def parse_svmlight(
                     _set_err(err, E_TOO_WIDE, line_no, line_start, last_ts,
                              last_te, prev)
                     return err, X, row, width, labels, qids, comments, slow[:n_slow]
-            X2 = np.empty(rows_cap * new_cap, np.float64)
-            for r in range(row):
-                src = r * cap
-                dst = r * new_cap
-                for c in range(cap):
-                    X2[dst + c] = X[src + c]
-                for c in range(cap, new_cap):
-                    X2[dst + c] = 0.0
-            X = X2
+            X = _widen(X, row, cap, new_cap, rows_cap)
             cap = new_cap
-        base = row * cap
-        c = 0
-        for t in range(nt):
-            j = tidx[t] - 1
-            while c < j:
-                X[base + c] = 0.0
-                c += 1
-            X[base + c] = tval[t]
-            c += 1
-        while c < cap:
-            X[base + c] = 0.0
-            c += 1
+        _write_row(X, row * cap, cap, tidx, tval, nt)
         labels[row] = label
         qids[row] = q
         width = max(width, prev)
         row += 1
     if not fixed and width < cap:
-        # rows move to lower addresses only, so in place is safe
-        for r in range(row):
-            src = r * cap
-            dst = r * width
-            for c in range(width):
-                X[dst + c] = X[src + c]
+        _compact(X, row, cap, width)
     return err, X, row, width, labels, qids, comments, slow[:n_slow]
