@@ -22,6 +22,7 @@ import mmap
 import numbers
 import os
 import re
+import stat
 import time
 import uuid
 import warnings
@@ -434,6 +435,18 @@ def _atomic_save(target: Path, write) -> None:
             tmp.unlink()
 
 
+def _writable_dir(folder: Path) -> bool:
+    """Whether ``folder`` may hold a cache: writable, and not read-only by its
+    mode (root may write anywhere, but a folder marked read-only is left
+    alone, e.g. a shared copy of the data)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    writable_bits = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+    return bool(mode & writable_bits) and os.access(folder, os.W_OK)
+
+
 def _write_cache(path, st, sha, dtype, arrays, width) -> Path | None:
     """Store a parse; the metadata goes last, so readers never see half."""
     meta = {
@@ -449,7 +462,9 @@ def _write_cache(path, st, sha, dtype, arrays, width) -> Path | None:
         "arrays": {},
     }
     errors = []
-    for stem in _cache_stems(path, dtype):
+    beside, home = _cache_stems(path, dtype)
+    stems = [beside, home] if _writable_dir(path.parent) else [home]
+    for stem in stems:
         meta_path = stem.with_name(stem.name + ".json")
         try:
             stem.parent.mkdir(parents=True, exist_ok=True)
@@ -538,12 +553,15 @@ def load_letor(
 
     **Cache.**  With ``cache=True`` the parsed arrays are kept as ``.npy``
     files, in a ``.refimpl_cache`` folder beside the data when that folder is
-    writable, else under ``parsed/`` in the data home
+    writable (by its permission bits: a read-only folder is left alone even
+    by root), else under ``parsed/`` in the data home
     (:func:`refimpl.datasets.data_home`: ``$REFIMPL_DATA``, else
     ``~/.cache/refimpl``).  An entry records the text file's size, mtime and
     SHA-256; it is used only while size and mtime match (or, after a
-    ``touch``, the hash does), and its arrays are memory-mapped and checked
-    against their CRC-32 on every load.  A stale entry is replaced silently,
+    ``touch``, the hash does; an entry hashed within 2 s of the file's mtime
+    is always re-hashed, as a rewrite may not have changed the mtime), and
+    its arrays are memory-mapped copy-on-write and checked against their
+    CRC-32 on every load.  A stale entry is replaced silently,
     a corrupt or inconsistent one with a ``RuntimeWarning``; writes are
     atomic.  A second load therefore costs a fraction of a second per
     gigabyte, and returns the same arrays as a fresh parse.

@@ -881,3 +881,18 @@ def test_long_lines_and_many_slow_values(tmp_path):
     X2, y2, _ = load_letor(path, cache=False)
     np.testing.assert_array_equal(X2.view(np.int64), X.view(np.int64))
     np.testing.assert_array_equal(y2, y)
+
+
+def test_read_only_data_folder_is_left_alone(tmp_path, monkeypatch):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    path = data_dir / "d.txt"
+    d, _ = _write_dataset(path)
+    monkeypatch.setenv("REFIMPL_DATA", str(tmp_path / "home"))
+    data_dir.chmod(0o555)  # read-only by its mode, even when running as root
+    try:
+        np.testing.assert_array_equal(load_letor(path)[0], d.X)
+        assert sorted(p.name for p in data_dir.iterdir()) == ["d.txt"]
+        assert len(list((tmp_path / "home" / "parsed").glob("*.json"))) == 1
+    finally:
+        data_dir.chmod(0o755)
