@@ -228,6 +228,7 @@ def test_colab_install_cell_is_inert_off_colab_and_inserted_once(monkeypatch):
     source = colab_notebooks.install_cell(URL, "main")
     compile(source, "<install cell>", "exec")
     assert f'"{URL}"' in source and '"google.colab" in sys.modules' in source
+    assert max(map(len, source.splitlines())) <= 79, "the book's column width"
     for package in colab_notebooks.COLAB_PACKAGES:
         assert f'"{package}"' in source
 

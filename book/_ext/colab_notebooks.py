@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -50,12 +51,14 @@ if "google.colab" in sys.modules:
     import pathlib
     import subprocess
 
+    url = "{url}"
     repo = pathlib.Path("/content/{name}")
     if not repo.exists():
         subprocess.run(["git", "clone", "--depth", "1", "--branch", "{branch}",
-                        "{url}", str(repo)], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
-                    str(repo), {packages}], check=True)
+                        url, str(repo)], check=True)
+    extras = [{packages}]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "-e", str(repo), *extras], check=True)
     sys.path.insert(0, str(repo))  # the running kernel predates the install
 '''
 
@@ -63,7 +66,14 @@ if "google.colab" in sys.modules:
 def install_cell(url, branch="main"):
     """The source of the Colab install cell for repository ``url``."""
     _, name = github_parts(url)
-    packages = ", ".join(f'"{p}"' for p in COLAB_PACKAGES)
+    indent = " " * len('    extras = [')
+    packages = textwrap.fill(
+        ", ".join(f'"{p}"' for p in COLAB_PACKAGES),
+        width=78,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+    )[len(indent):]
     return _TEMPLATE.format(url=url, branch=branch, name=name, packages=packages)
 
 
