@@ -777,3 +777,25 @@ def test_compensated_helpers_are_exact():
         assert Fraction(s) + Fraction(e) == Fraction(a) + Fraction(b)
         p, e = kos._two_prod(a, b)
         assert Fraction(p) + Fraction(e) == Fraction(a) * Fraction(b)
+
+
+@pytest.mark.parametrize("offset", [1e12, 1e155])
+def test_tree_exact_under_a_large_common_offset(offset):
+    """One cluster far from 0 (every score within a factor 2 of the query's
+    median): the value kernel shifts by the median exactly, so the loss keeps
+    full relative accuracy (16 ulps, no u^2 term) and does not overflow in
+    its sums of squares even at 1e155 (z^2 > 1e308)."""
+    rng = np.random.default_rng(3)
+    n = 50
+    qid = np.repeat([0, 1], n // 2)
+    y = rng.integers(0, 3, n).astype(np.float64)
+    step = np.spacing(offset)  # scores on the grid around the offset
+    unit = float(max(step, 1.0))
+    z = offset + unit * rng.integers(-3, 4, n)
+    t = offset + unit * rng.normal(size=n)
+    ref = check_tree_accuracy(z, t, y, qid, unit)
+    b = _TreeBackend(None, n, unit, y, group_queries(qid))
+    value, dz = b.value_dz(z)
+    assert np.isfinite(value) and ref["value"] > 0
+    assert abs(value - ref["value"]) <= 16 * U * ref["value"]
+    assert np.max(np.abs(dz - ref["dz"])) <= 16 * U * np.max(np.abs(ref["dz"]))

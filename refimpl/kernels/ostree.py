@@ -527,7 +527,9 @@ def value_dz_selection_tree(
 
     The sweeps are those of :func:`sv_stats_selection_tree` (same
     membership tests, hence the same counts); the tree nodes hold the
-    count and double-double sums of ``z_j`` and ``z_j^2``.  Each ``i`` of
+    count and double-double sums of ``z_j`` and ``z_j^2`` (of ``z_j - sh``
+    when that shift by the query's median score is exact for every
+    document, which removes a common offset; else ``sh = 0``).  Each ``i`` of
     the upward sweep gets, from the ``c = l_i^+`` active ``j`` above its
     level and ``a = margin + z_i`` (exact as a double-double),
 
@@ -580,6 +582,7 @@ def value_dz_selection_tree(
     s2h = np.zeros(2 * pmax)
     s2l = np.zeros(2 * pmax)
     zb = np.empty(lmax)
+    zs = np.empty(lmax)
     lb = np.empty(lmax, dtype=np.int64)
     rh = np.empty(lmax)
     rl = np.empty(lmax)
@@ -601,6 +604,19 @@ def value_dz_selection_tree(
             j = perm[lo + a]
             zb[a] = z[j]
             lb[a] = level[j]
+        # Sums are taken of z - sh, sh the query's median score, when every
+        # such difference is exact (TwoSum error 0, e.g. all scores within a
+        # factor 2 of sh): a common offset then costs nothing, in accuracy or
+        # in range (z^2 overflows near 1e154).  Otherwise sh = 0.  Membership
+        # is always decided on the raw scores zb.
+        sh = zb[n // 2]
+        for a in range(n):
+            d, e = _two_sum(zb[a], -sh)
+            if e != 0.0 or not np.isfinite(d):
+                sh = 0.0
+                break
+        for a in range(n):
+            zs[a] = zb[a] - sh
         p = 1
         while p < k:
             p *= 2
@@ -615,7 +631,7 @@ def value_dz_selection_tree(
             zi = zb[a]
             while b < n and margin - (zb[b] - zi) > 0.0:
                 m = p + lb[b]
-                zj = zb[b]
+                zj = zs[b]
                 qh, ql = _two_prod(zj, zj)
                 while m >= 1:
                     cnt[m] += 1
@@ -649,7 +665,7 @@ def value_dz_selection_tree(
                 rh[a] = 0.0
                 rl[a] = 0.0
                 continue
-            ah, al = _two_sum(margin, zi)
+            ah, al = _two_sum(margin, zs[a])
             cf = float(c)
             ph, pl = _dd_scale(cf, ah, al)  # c a
             g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
@@ -668,7 +684,7 @@ def value_dz_selection_tree(
             zi = zb[a]
             while b >= 0 and margin - (zi - zb[b]) > 0.0:
                 m = p + lb[b]
-                zj = zb[b]
+                zj = zs[b]
                 while m >= 1:
                     cnt[m] += 1
                     s, e = _two_sum(s1h[m], zj)
@@ -690,7 +706,7 @@ def value_dz_selection_tree(
             i = perm[lo + a]
             l_minus[i] = c
             # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
-            dh, dl = _two_sum(margin, -zi)
+            dh, dl = _two_sum(margin, -zs[a])
             ph, pl = _dd_scale(float(c), dh, dl)
             ph, pl = _dd_add(ph, pl, g1, g1e)
             ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
