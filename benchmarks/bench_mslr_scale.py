@@ -127,6 +127,22 @@ def run_one(method, root, out, timeout):
     return row, peak, wall, status, err_path.read_text()
 
 
+def load_only(root):
+    """Load the fold as a task does, in its own process: (seconds, peak RSS bytes)."""
+    code = ("import time; from refimpl.experiments.runner import load_fold; "
+            f"t = time.perf_counter(); load_fold('MSLR-WEB10K', 1, {str(root)!r}); "
+            "print(time.perf_counter() - t)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = proc.stdout.read()
+    usage = os.wait4(proc.pid, 0)[2]
+    try:
+        seconds = float(out.split()[-1])
+    except (IndexError, ValueError):
+        seconds = float("nan")
+    return seconds, usage.ru_maxrss * 1024
+
+
 def _f(row, key, fmt):
     try:
         return format(float(row[key]), fmt)
@@ -173,6 +189,9 @@ def main(argv=None):
           f"--folds 1; OMP/OPENBLAS/NUMBA threads = "
           f"{os.environ.get('OMP_NUM_THREADS')}/{os.environ.get('OPENBLAS_NUM_THREADS')}/"
           f"{os.environ.get('NUMBA_NUM_THREADS')}")
+    seconds, peak = load_only(root)
+    print(f"loading Fold1 alone (a process that only loads it): {seconds:.1f} s, "
+          f"peak RSS {peak / 2**30:.2f} GB; a method's peak below is at least this")
     header = (f"{'method':17s} {'setting':46s} {'backend':14s} {'load s':>7s} "
               f"{'fit s':>8s} {'peak GB':>8s} {'est GB':>7s} {'n_iter':>7s} "
               f"{'conv':>5s} {'NDCG@10':>8s}  note")

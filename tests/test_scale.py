@@ -109,3 +109,25 @@ def test_check_task_reads_the_fold():
     assert est.terms["data"] == 3 * X.nbytes
     # the longest query (30 documents: 435 document pairs) sizes the sign rows
     assert est.terms["method"] >= 4 * 435 * 7 * 8
+
+
+def test_runner_reports_a_refused_task(monkeypatch):
+    """The runner's hook: a task over the memory limit is 'refused', with the reason."""
+    from refimpl.experiments import ExperimentConfig, run, scale
+
+    monkeypatch.setattr(scale, "available_memory", lambda: 64 * 2**20)
+    result = run(ExperimentConfig(dataset="synthetic:20", methods=("linreg",),
+                                  folds=(1,), backend="sequential"))
+    (row,) = result.tasks
+    assert row["status"] == "refused"
+    assert row["error"].startswith("ScaleError: method 'linreg' refused")
+    assert "0.06 GB available" in row["error"]
+    assert result.n_failed == 1 and not result.selected
+
+    monkeypatch.setattr(scale, "available_memory", lambda: 64 * 2**30)
+    result = run(ExperimentConfig(dataset="synthetic:20", methods=("linreg",),
+                                  folds=(1,), backend="sequential"))
+    (row,) = result.tasks
+    assert row["status"] == "ok"
+    assert row["backend"] == "-" and row["est_peak_mb"] > 0
+    assert row["load_time"] >= 0
