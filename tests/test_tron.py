@@ -20,7 +20,7 @@ from refimpl.exceptions import DataError
 from refimpl.losses import PairwiseSquaredHinge, SmoothObjective
 from refimpl.losses.regularized import L2Regularized
 from refimpl.pairs import pair_difference_matrix
-from refimpl.solvers import SolverResult, tron
+from refimpl.solvers import NonFiniteError, SolverResult, tron
 from refimpl.solvers.tron import _to_boundary
 
 # ---------------------------------------------------------------------------
@@ -336,6 +336,29 @@ def test_non_finite_objective_raises_naming_it():
     q = random_quadratic(0, d=3)
     with pytest.raises(FloatingPointError, match="objective"):
         tron(NaNAfterFirst(q.A, q.b))
+
+
+def test_overflowing_gradient_norm_is_an_error_not_convergence():
+    """Issue 14.2: every entry of g0 finite, ||g0||^2 = inf.  TRON used to
+    report eq. 38 holding at w0 (inf <= tol * inf), n_iter = 0."""
+    q = random_quadratic(0, d=4)
+    obj = Quadratic(q.A, np.full(4, 1e160))  # g0 = -b: norm 2e160, square inf
+    with pytest.raises(NonFiniteError, match="not finite"):
+        tron(obj)
+    # the same problem scaled to the representable range is solved
+    small = Quadratic(q.A, np.full(4, 1e100))
+    res = tron(small, tol=1e-8)
+    assert res.converged and res.n_iter > 0
+    np.testing.assert_allclose(small.A @ res.w, small.b, rtol=1e-6)
+
+
+def test_zero_gradient_at_w0_is_a_legitimate_zero_iteration_convergence():
+    """Converged after 0 iterations only when ||g0|| is finite and eq. 38
+    holds with finite numbers: here g0 = 0 exactly."""
+    q = random_quadratic(2, d=3)
+    res = tron(Quadratic(q.A, np.zeros(3)))
+    assert res.converged and res.n_iter == 0
+    np.testing.assert_array_equal(res.w, 0.0)
 
 
 def test_verbose_and_callback(capsys):

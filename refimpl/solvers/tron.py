@@ -65,7 +65,8 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
     s = np.zeros_like(g)
     r = -g
     d = r.copy()
-    rr = float(r @ r)
+    with np.errstate(over="ignore"):  # checked, and reported, just below
+        rr = float(r @ r)
     _check_finite(rr, "the squared gradient norm ||g||^2 in CG", objective,
                   f"(||g|| = {safe_norm(r):.3e})")
     cg_tol = eps_cg * math.sqrt(rr)
