@@ -183,8 +183,8 @@ def _read_bytes(path: Path):
         return np.frombuffer(raw, dtype=np.uint8)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return np.zeros(0, dtype=np.uint8)
+        if size == 0:  # read-only like the others: one compiled kernel
+            return np.frombuffer(b"", dtype=np.uint8)
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     return np.frombuffer(mm, dtype=np.uint8)
 
@@ -312,8 +312,9 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
             "and blank lines)"
         )
     if stride == 0:  # no line has a feature: one zero column, as sklearn
-        width = stride = 1
+        stride = 1
         flat = np.zeros(n_rows)
+    width = max(width, 1)
     X = flat[: n_rows * stride].reshape(n_rows, stride)
     if len(slow):
         X[slow[:, 2], slow[:, 3]] = values
@@ -324,9 +325,9 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
 
 
 def _comment_list(buf: np.ndarray, offsets: np.ndarray) -> list[str]:
-    raw = buf.tobytes() if len(offsets) else b""
+    raw = memoryview(buf)
     return [
-        raw[s:e].decode("utf-8", errors="replace").strip()
+        str(raw[s:e], "utf-8", errors="replace").strip()
         for s, e in offsets.tolist()
     ]
 
@@ -632,12 +633,12 @@ def load_letor(
     label_range = _check_label_range(label_range)
     if not path.is_file():
         raise DatasetNotFoundError(f"LETOR file not found: {path}")
-    path = path.resolve()
+    real = path.resolve()
     if cache:
-        st = path.stat()
-        hit = _load_cache(path, st, dtype)
+        st = real.stat()
+        hit = _load_cache(real, st, dtype)
         if hit is not None:
-            out = _from_cache(path, hit[0], n_features, label_range, return_comments)
+            out = _from_cache(real, hit[0], n_features, label_range, return_comments)
             if out is not None:
                 return out
     else:
@@ -648,15 +649,15 @@ def load_letor(
     )
     if dtype != X.dtype:
         X = X.astype(dtype)
-    if cache and _same_file(path.stat(), st):  # not rewritten while we read it
+    if cache and _same_file(real.stat(), st):  # not rewritten while we read it
         sha = (
             hashlib.sha256(buf).hexdigest()
-            if path.suffix.lower() not in (".gz", ".bz2")
-            else _file_sha256(path)
+            if real.suffix.lower() not in (".gz", ".bz2")
+            else _file_sha256(real)
         )
         natural = X if X.shape[1] == width else X[:, :width]
         _write_cache(
-            path, st, sha, dtype,
+            real, st, sha, dtype,
             {"X": natural, "y": y, "qid": qid, "comments": offsets}, width,
         )
     if not return_comments:

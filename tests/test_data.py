@@ -896,3 +896,17 @@ def test_read_only_data_folder_is_left_alone(tmp_path, monkeypatch):
         assert len(list((tmp_path / "home" / "parsed").glob("*.json"))) == 1
     finally:
         data_dir.chmod(0o755)
+
+
+def test_cache_gives_what_a_fresh_parse_gives(tmp_path, monkeypatch):
+    path = tmp_path / "nofeat.txt"
+    path.write_text("0 qid:1\n1 qid:1 # no features at all\n")
+    assert load_letor(path, n_features=3)[0].shape == (2, 3)
+    fresh = load_letor(path, cache=False)[0]
+    assert fresh.shape == (2, 1)  # sklearn's width for a file without features
+    assert load_letor(path)[0].shape == (2, 1)  # from the entry written above
+    # an error names the path as given, not the resolved one
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.txt").write_text("1 qid:1 1:x\n")
+    with pytest.raises(DataError, match=r"^bad\.txt, line 1: malformed feature"):
+        load_letor("bad.txt")
