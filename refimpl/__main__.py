@@ -23,13 +23,37 @@ _EPILOG = textwrap.dedent("""\
 
     Each method is cross-validated with the grid and the validation metric of
     its paper (python -m refimpl methods lists them).  Finished fits are cached
-    under <out>/<dataset>/cache/ and re-used by a re-run with the same data set,
-    fold, method, parameters and refimpl version.
+    under <out>/<dataset>/cache/ and re-used by a re-run with the same data
+    (file contents), fold, method, parameters and refimpl source code; a cache
+    entry that does not check out is reported and fitted again.  Grid values
+    are checked against each parameter's range before any fit.  Ctrl-C or
+    SIGTERM stops the worker processes too; finished fits stay cached.
     """)
+_NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity",
+               "+infinity", "-infinity"}
+
+
+def _parse_value(text):
+    """A grid value: a JSON number, true/false/null, NaN or infinity, else a string.
+
+    ``nan`` and ``inf`` are read as the floats they spell, so that the range
+    check rejects them as non-finite numbers (not as strings).
+    """
+    if text.lower() in _NON_FINITE:
+        return float(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _parse_grid(items):
-    """``["fenchelrank:r=4,8", ...]`` -> ``{"fenchelrank": {"r": [4.0, 8.0]}}``."""
+    """``["fenchelrank:r=4,8", ...]`` -> ``{"fenchelrank": {"r": [4, 8]}}``.
+
+    The values are checked against the parameters' ranges later, by
+    :func:`refimpl.experiments.runner.validate_config`; here an item that
+    does not parse, an empty value and a parameter given twice are errors.
+    """
     grids = {}
     for item in items or []:
         try:
@@ -39,16 +63,24 @@ def _parse_grid(items):
             raise DataError(
                 f"--grid takes METHOD:PARAM=V1,V2,...; got {item!r}"
             ) from None
+        method, param = method.strip(), param.strip()
+        if not method or not param:
+            raise DataError(f"--grid takes METHOD:PARAM=V1,V2,...; got {item!r}")
         parsed = []
         for v in values.split(","):
             v = v.strip()
             if not v:
-                continue
-            try:
-                parsed.append(json.loads(v))
-            except ValueError:
-                parsed.append(v)
-        grids.setdefault(method.strip(), {})[param.strip()] = parsed
+                raise DataError(
+                    f"--grid {item!r}: empty value; give V1,V2,... without "
+                    "empty entries"
+                )
+            parsed.append(_parse_value(v))
+        if param in grids.get(method, {}):
+            raise DataError(
+                f"--grid gives {method}:{param} twice; list all its values in "
+                "one item"
+            )
+        grids.setdefault(method, {})[param] = parsed
     return grids
 
 
@@ -143,12 +175,23 @@ def _print_summary(result):
 def main(argv=None):
     """Entry point; returns the exit status.
 
+    SIGTERM unwinds the command (``SystemExit`` with status 143) instead of
+    killing the process outright, so the worker processes end with it;
+    Ctrl-C (SIGINT) returns 130 after the workers are stopped.
+
     Derived in: book/07_side_by_side.md#side-by-side
     """
     args = build_parser().parse_args(argv)
     if args.command == "methods":
         _print_methods(args.verbose)
         return 0
+    from .experiments.runner import _sigterm_unwinds
+
+    with _sigterm_unwinds():
+        return _run_command(args)
+
+
+def _run_command(args):
     from .experiments import ExperimentConfig, run, validate_config
 
     try:
@@ -173,15 +216,20 @@ def main(argv=None):
                     result = run(config)
         else:
             result = run(config)
+        if not args.quiet:
+            _print_summary(result)
+        for row in result.tasks:
+            if row["status"] != "ok":
+                print(f"failed: {row['method']} fold {row['fold']} {row['params']}: "
+                      f"{row['error']}", file=sys.stderr)
     except (DataError, DatasetNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        _print_summary(result)
-    for row in result.tasks:
-        if row["status"] != "ok":
-            print(f"failed: {row['method']} fold {row['fold']} {row['params']}: "
-                  f"{row['error']}", file=sys.stderr)
+    except KeyboardInterrupt:
+        # run() has stopped the workers; what finished is in the cache
+        print("interrupted: worker processes stopped; finished fits are cached "
+              "(with --out)", file=sys.stderr)
+        return 130
     return 1 if result.n_failed else 0
 
 

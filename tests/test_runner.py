@@ -186,7 +186,8 @@ def test_rerun_uses_the_cache(tiny_root, tmp_path, counting):
     cfg = config(tiny_root, out=tmp_path, methods=("counting",), grids={})
     first = run(cfg)
     assert counting.fits == 2 and first.n_fitted == 2
-    files = sorted((tmp_path / "TINY" / "cache").rglob("*.json"))
+    files = sorted((tmp_path / "TINY" / "cache").rglob("*-*.json"))
+    assert len(files) == 2
     stamps = [f.stat().st_mtime_ns for f in files]
     second = run(cfg)
     assert counting.fits == 2, "a cached task was fitted again"

@@ -16,6 +16,7 @@ Derived in: book/07_side_by_side.md#side-by-side
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "LifeRankPipeline",
     "LinearRegressionRanker",
     "Method",
+    "ParamRange",
     "expand_grid",
     "get_method",
     "register",
@@ -45,6 +47,91 @@ SELECTION_METRICS = tuple(
     + [f"P@{k}" for k in range(1, 11)]
     + ["MAP", "MeanNDCG", "PairwiseAccuracy"]
 )
+
+
+@dataclass(frozen=True)
+class ParamRange:
+    """The values one hyper-parameter accepts.
+
+    The runner checks every grid value against its method's ranges before
+    any fit starts (:func:`refimpl.experiments.runner.validate_config`), so
+    that ``C = -1`` is a configuration error naming the parameter and the
+    accepted range, not a failure of every task at fit time.  The ranges
+    repeat what each estimator checks when it is fitted.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    kind : {"real", "integer", "choice"}
+        ``"real"``: a finite int or float (not a bool); ``"integer"``: an int
+        (not a bool, not a float such as ``10.0``); ``"choice"``: one of
+        ``choices``.
+    low, high : float, default -inf, inf
+        Bounds of the interval (``"real"`` and ``"integer"``).
+    closed : {"neither", "left", "right", "both"}, default "neither"
+        Which bounds belong to the interval.
+    choices : tuple, default ()
+        The accepted values of a ``"choice"`` parameter.
+    """
+
+    kind: str = "real"
+    low: float = -math.inf
+    high: float = math.inf
+    closed: str = "neither"
+    choices: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in ("real", "integer", "choice"):
+            raise DataError(f"ParamRange kind must be 'real', 'integer' or 'choice', "
+                            f"got {self.kind!r}")
+        if self.closed not in ("neither", "left", "right", "both"):
+            raise DataError(f"ParamRange closed must be 'neither', 'left', 'right' "
+                            f"or 'both', got {self.closed!r}")
+        if self.kind == "choice" and not self.choices:
+            raise DataError("a 'choice' ParamRange needs at least one choice")
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` is accepted."""
+        if self.kind == "choice":
+            return any(type(value) is type(c) and value == c for c in self.choices)
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if self.kind == "integer":
+            if not isinstance(value, (int, np.integer)):
+                return False
+        elif not isinstance(value, (int, float, np.integer, np.floating)):
+            return False
+        v = float(value)
+        if not math.isfinite(v):
+            return False
+        left = v >= self.low if self.closed in ("left", "both") else v > self.low
+        right = v <= self.high if self.closed in ("right", "both") else v < self.high
+        return left and right
+
+    def describe(self) -> str:
+        """The accepted values in words, e.g. ``"a finite real number > 0"``."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(repr, self.choices))
+        what = "an integer" if self.kind == "integer" else "a finite real number"
+        lo_in = self.closed in ("left", "both")
+        hi_in = self.closed in ("right", "both")
+        has_lo, has_hi = math.isfinite(self.low), math.isfinite(self.high)
+        if has_lo and has_hi:
+            return (f"{what} in {'[' if lo_in else '('}{self.low:g}, "
+                    f"{self.high:g}{']' if hi_in else ')'}")
+        if has_lo:
+            return f"{what} {'>=' if lo_in else '>'} {self.low:g}"
+        if has_hi:
+            return f"{what} {'<=' if hi_in else '<'} {self.high:g}"
+        return what
+
+
+#: Shorthands for the ranges below.
+_POSITIVE = ParamRange("real", 0.0)
+_NONNEGATIVE = ParamRange("real", 0.0, closed="left")
+_COUNT = ParamRange("integer", 1, closed="left")
+_SEED = ParamRange("integer", 0, closed="left")
 
 
 def _coef(estimator):
@@ -93,6 +180,10 @@ class Method:
         model uses (LambdaMART: features with at least one split).
     description : str
         One line for ``python -m refimpl methods``.
+    ranges : dict of str to ParamRange, optional
+        Accepted values of the grid and fixed parameters, checked before any
+        fit; a parameter without an entry only has to be a finite number
+        when it is a float.
     """
 
     name: str
@@ -107,6 +198,7 @@ class Method:
     coef: Callable[[Any], np.ndarray] | None = None
     support: Callable[[Any], np.ndarray] | None = None
     description: str = ""
+    ranges: Mapping[str, ParamRange] = field(default_factory=dict)
 
     @property
     def params(self) -> tuple:
@@ -181,6 +273,16 @@ def register(method, *, replace=False):
             f"method {method.name!r}: selection_metric must be one of "
             f"{', '.join(SELECTION_METRICS)}; got {method.selection_metric!r}"
         )
+    for param, allowed in dict(method.ranges).items():
+        values = list(method.grid.get(param, []))
+        if param in method.fixed:
+            values.append(method.fixed[param])
+        bad = [v for v in values if not allowed.contains(v)]
+        if bad:
+            raise DataError(
+                f"method {method.name!r}: parameter {param!r} must be "
+                f"{allowed.describe()}; its grid or fixed setting has {bad[0]!r}"
+            )
     if method.name in METHODS and not replace:
         raise DataError(f"a method named {method.name!r} is already registered")
     METHODS[method.name] = method
@@ -431,6 +533,15 @@ _POW2 = [2.0 ** e for e in range(-15, 11)]
 #: feature to all of them on MQ2008.
 _SPARSE_C = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
 _SELECT_T = [5, 10, 15, 20, 25, 30, 35, 40]
+#: Ranges of SparseRankSVM's parameters (its own checks at fit time; the
+#: penalties' parameters as in refimpl.nonconvex).  "weighted_l1" is not
+#: offered: its weights cannot be given on a grid.
+_SPARSE_RANGES = {
+    "C": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT, "max_outer": _COUNT,
+    "penalty": ParamRange("choice", choices=("l1", "log", "mcp", "lp", "scad")),
+    "eps": _POSITIVE, "gamma": _POSITIVE,
+    "p": ParamRange("real", 0.0, 1.0),
+}
 
 register(Method(
     name="ranksvm", factory=_ranksvm,
@@ -440,6 +551,7 @@ register(Method(
                 "selected by validation mean NDCG (LETOR 4.0)",
     fixed={"tol": 1e-3},
     description="L2-loss linear RankSVM, TRON with order-statistic trees",
+    ranges={"C": _POSITIVE, "tol": _POSITIVE},
 ))
 register(Method(
     name="fenchelrank", factory=_fenchelrank,
@@ -450,6 +562,7 @@ register(Method(
                 "T = 1000, epsilon = 0.001, selected by validation NDCG@10",
     fixed={"tol": 1e-3, "max_iter": 1000},
     description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
+    ranges={"r": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT},
 ))
 register(Method(
     name="fsmrank", factory=_fsmrank,
@@ -462,6 +575,8 @@ register(Method(
                 "Laporte et al. confirm for both)",
     fixed={"tol": 1e-4, "max_iter": 400},
     description="similarity + importance-weighted l1 (FSMRank), FISTA",
+    ranges={"lambda1": _NONNEGATIVE, "lambda2": _NONNEGATIVE,
+            "tol": _POSITIVE, "max_iter": _COUNT},
 ))
 register(Method(
     name="gas-e", factory=_gas_e,
@@ -471,6 +586,7 @@ register(Method(
                 "by validation MAP (values of t: ours, 5..40 by 5)",
     fixed={"c": 0.01, "C": 1.0},
     description="GAS feature selection, then RankSVM (GAS-E)",
+    ranges={"n_features": _COUNT, "c": _NONNEGATIVE, "C": _POSITIVE},
 ))
 register(Method(
     name="fsmsvm", factory=_fsmsvm,
@@ -481,6 +597,8 @@ register(Method(
                 "lambda1 = 0.1, lambda2 = 1e-3",
     fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
     description="top-t FSMRank features, then RankSVM (FSMSVM)",
+    ranges={"n_features": _COUNT, "lambda1": _NONNEGATIVE,
+            "lambda2": _NONNEGATIVE, "C": _POSITIVE},
 ))
 register(Method(
     name="ranksvm-l1", factory=_sparse_ranksvm,
@@ -490,6 +608,7 @@ register(Method(
                 "given; ours 1e-4..10), selected by validation MAP",
     fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000},
     description="l1-regularised L2-loss RankSVM, FISTA (RankSVM-l1)",
+    ranges=_SPARSE_RANGES,
 ))
 for _pen, _kw, _what in (
         ("log", {"eps": 0.1}, "log penalty, epsilon = 0.1"),
@@ -505,6 +624,7 @@ for _pen, _kw, _what in (
         fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000,
                "max_outer": 30},
         description=f"RankSVM with the non-convex {_what} (reweighted l1)",
+        ranges=_SPARSE_RANGES,
     ))
 if _liferank_available():
     for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression")):
@@ -520,6 +640,10 @@ if _liferank_available():
             fixed={"ranker": _second, "C": 1.0, "lam": 1e-3, "lr": 0.1,
                    "max_iter": 1000, "seed": 0},
             description=f"LifeRank feature extraction, then {_label}",
+            ranges={"n_components": _COUNT,
+                    "ranker": ParamRange("choice", choices=("ranksvm", "linreg")),
+                    "C": _POSITIVE, "lam": _NONNEGATIVE, "lr": _POSITIVE,
+                    "max_iter": _COUNT, "seed": _SEED},
         ))
 register(Method(
     name="linreg", factory=_linreg, grid={}, reduced_grid={},
@@ -540,4 +664,7 @@ register(Method(
     fixed={"min_child_samples": 20, "seed": 0},
     support=_lambdamart_support,
     description="LightGBM LambdaMART (non-linear reference)",
+    ranges={"n_estimators": _COUNT, "learning_rate": _POSITIVE,
+            "num_leaves": ParamRange("integer", 2, closed="left"),
+            "min_child_samples": _SEED, "seed": _SEED},
 ))

@@ -22,9 +22,23 @@ tables:
     the configuration, the resolved grids, library versions and timings.
 
 Every finished task is also stored as ``<out>/<dataset>/cache/<method>/
-<fold>-<key>.json`` with ``key`` a hash of (dataset, fold, method,
-parameters including fixed settings, refimpl version); a re-run loads it
-instead of fitting again (``cache=False`` or ``--refit`` to fit anyway).
+<fold>-<key>.json``, with ``key`` a hash of everything that determines its
+result: the task (data set, fold, method, parameters including fixed
+settings), the content of the data files it reads (a SHA-256 per file; for
+a synthetic data set its generator's parameters), the source code of the
+package (:func:`code_hash`) and the versions of the numerical libraries.  A
+re-run loads it instead of fitting again (``cache=False`` or ``--refit`` to
+fit anyway); changed data or code is fitted again without ``--refit``.  A
+stored entry is checked when it is read (its fields, their types and ranges,
+that it belongs to the task, a checksum over its content): an entry that
+fails is reported as a warning naming its file and the task is fitted again.
+Entries are written atomically (a temporary file in the same directory, then
+``os.replace``), and a failed write leaves no temporary file behind.  The
+``key`` column of the tables identifies a task across runs (data set, fold,
+method, parameters, refimpl version), whatever its data or code.
+
+SIGINT and SIGTERM during a run end the worker processes before the runner
+exits (SIGTERM exits with status 143, like the default action would).
 
 Tasks run through :class:`joblib.Parallel` (``backend="loky"`` processes
 by default, ``"threading"``, ``"sequential"``, or ``"dask"`` on the
@@ -43,12 +57,17 @@ import datetime as _dt
 import functools
 import hashlib
 import json
+import math
 import os
 import platform
 import re
+import signal
 import sys
+import tempfile
+import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -66,6 +85,7 @@ __all__ = [
     "BACKENDS",
     "ExperimentConfig",
     "RunResult",
+    "code_hash",
     "load_fold",
     "parse_folds",
     "run",
@@ -78,9 +98,17 @@ BACKENDS = ("loky", "threading", "sequential", "dask")
 KS = tuple(range(1, 11))
 #: Per-query measures kept for the selected models (paired tests).
 PER_QUERY_KS = (1, 3, 5, 10)
-#: Bumped whenever a cached task would no longer match what a fit returns.
-CACHE_SCHEMA = 1
-_SYNTHETIC = re.compile(r"^synthetic(?::(\d+))?(?::(\d+))?$")
+#: Layout of a cache entry; bumped when the stored fields change.
+CACHE_SCHEMA = 2
+#: Version of the task identity behind the tables' ``key`` column (kept, so
+#: that a task keeps its ``key`` across runs and the tables stay comparable).
+_TASK_KEY_VERSION = 1
+_SYNTHETIC = re.compile(r"synthetic(?::([0-9]+))?(?::([0-9]+))?")
+_SYNTHETIC_SYNTAX = (
+    "a synthetic data set is written synthetic[:QUERIES[:SEED]], QUERIES an "
+    "integer >= 5 (default 200) and SEED an integer >= 0 (default 0), e.g. "
+    "'synthetic:200:1'"
+)
 
 
 # --------------------------------------------------------------------------
@@ -174,31 +202,53 @@ def _slug(dataset):
     return re.sub(r"[^\w.-]+", "-", dataset).strip("-")
 
 
+def _synthetic_spec(dataset):
+    """``(n_queries, seed)`` of a ``synthetic[:Q[:seed]]`` name, else ``None``.
+
+    A name that starts like one but does not parse (``synthetic:abc``) is an
+    error about the syntax, not a missing LETOR directory.
+    """
+    if dataset != "synthetic" and not dataset.startswith("synthetic:"):
+        return None
+    m = _SYNTHETIC.fullmatch(dataset)
+    if m is None:
+        raise DataError(f"dataset {dataset!r}: {_SYNTHETIC_SYNTAX}")
+    n_queries = int(m.group(1) or 200)
+    if n_queries < 5:
+        raise DataError(
+            f"{dataset!r}: a synthetic data set needs at least 5 queries "
+            f"(one per partition); {_SYNTHETIC_SYNTAX}"
+        )
+    return n_queries, int(m.group(2) or 0)
+
+
+def _fold_files(dataset, fold, root):
+    """The files the loader reads for one fold, ``{split: [Path]}``, or ``None``.
+
+    The same search as :func:`refimpl.data.load_letor_fold` (first complete
+    layout), so that the fingerprint describes the files that are loaded.
+    """
+    base = Path(root) / dataset
+    for _, stems in _data._fold_layouts(base, fold):
+        found = {split: [_data._find(stem)[0] for stem in split_stems]
+                 for split, split_stems in stems.items()}
+        if all(p is not None for files in found.values() for p in files):
+            return found
+    return None
+
+
 def _check_dataset(dataset, folds, letor_home):
     """Resolve the LETOR root and check every fold's files exist."""
-    if _SYNTHETIC.match(dataset):
-        q = _SYNTHETIC.match(dataset).group(1)
-        if q is not None and int(q) < 5:
-            raise DataError(
-                f"{dataset!r}: a synthetic data set needs at least 5 queries "
-                "(one per partition)"
-            )
-        return None
     if not isinstance(dataset, str) or not dataset:
         raise DataError(
             "dataset must be a LETOR data set name (e.g. 'MQ2008') or "
             f"'synthetic[:queries[:seed]]'; got {dataset!r}"
         )
+    if _synthetic_spec(dataset) is not None:
+        return None
     root = _data.letor_home(letor_home)
-    base = root / dataset
     for fold in folds:
-        complete = False
-        for _, stems in _data._fold_layouts(base, fold):
-            if all(_data._find(s)[0] is not None
-                   for split in stems.values() for s in split):
-                complete = True
-                break
-        if not complete:
+        if _fold_files(dataset, fold, root) is None:
             available = sorted(p.name for p in root.iterdir()
                                if p.is_dir()) if root.is_dir() else []
             raise DatasetNotFoundError(
@@ -209,6 +259,31 @@ def _check_dataset(dataset, folds, letor_home):
                 f"{', '.join(available) or 'none'}; or use 'synthetic[:Q]'."
             )
     return os.fspath(root)
+
+
+def _check_values(method, param, values):
+    """Every value of one grid parameter is accepted and listed once."""
+    allowed = method.ranges.get(param)
+    for value in values:
+        if allowed is not None:
+            ok = allowed.contains(value)
+            accepted = allowed.describe()
+        else:
+            # No declared range: still never a NaN or an infinity.
+            ok = not (isinstance(value, (float, np.floating))
+                      and not math.isfinite(value))
+            accepted = "a finite number"
+        if not ok:
+            raise DataError(
+                f"method {method.name!r}, parameter {param!r}: {value!r} is not "
+                f"accepted; accepted: {accepted}"
+            )
+    for i, value in enumerate(values):
+        if any(type(value) is type(v) and value == v for v in values[:i]):
+            raise DataError(
+                f"the grid of method {method.name!r} lists {value!r} twice for "
+                f"parameter {param!r}"
+            )
 
 
 def validate_config(config):
@@ -224,8 +299,10 @@ def validate_config(config):
     Raises
     ------
     DataError
-        Unknown method, parameter or metric, an empty grid, bad folds,
-        ``n_jobs`` or back-end; the message lists what is accepted.
+        Unknown method, parameter or metric, an empty grid, a grid value
+        outside its parameter's range (the method's ``ranges``) or
+        listed twice, bad folds, ``n_jobs``, back-end or synthetic data-set
+        name; the message lists what is accepted.
     DatasetNotFoundError
         The data set (or one of its folds) is missing.
     """
@@ -299,7 +376,11 @@ def validate_config(config):
                     f"{param!r}: give at least one value (paper grid: "
                     f"{list(method.grid.get(param, [method.fixed.get(param)]))})"
                 )
+            _check_values(method, param, values)
             grid[param] = values
+        for param, value in method.fixed.items():
+            if param not in grid:
+                _check_values(method, param, [value])
         methods.append(method)
         grids[name] = expand_grid(grid)
         metrics[name] = config.select_by or method.selection_metric
@@ -307,6 +388,228 @@ def validate_config(config):
     config = ExperimentConfig(**{**asdict(config), "methods": names, "folds": folds})
     return _Plan(config=config, root=root, slug=_slug(config.dataset),
                  methods=tuple(methods), grids=grids, metrics=metrics)
+
+
+# --------------------------------------------------------------------------
+# What determines a result: data fingerprints and the code
+# --------------------------------------------------------------------------
+
+#: A remembered file hash is trusted only if the file's mtime is this much
+#: older than the moment it was hashed: a file rewritten within the
+#: filesystem's timestamp granularity of being hashed could otherwise keep
+#: its size and mtime with a new content (git's "racily clean" entries).
+_RACY_NS = 2_000_000_000
+#: Fingerprint memo of this process: absolute path -> {"stat", "sha256",
+#: "hashed_ns"}; merged with the memo file of a results directory.
+_FILE_MEMO: dict = {}
+_MEMO_NAME = "fingerprints.json"
+_MEMO_FORMAT = 1
+
+
+def _stat_signature(path):
+    """``(size, mtime_ns, ctime_ns, inode)``: what identifies a file's version."""
+    st = os.stat(path)
+    return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ctime_ns), int(st.st_ino))
+
+
+def _sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _racy(entry):
+    """Whether a memo entry's file was modified too close to its hashing."""
+    return entry["stat"][1] >= entry["hashed_ns"] - _RACY_NS
+
+
+def _file_digest(path, memo):
+    """SHA-256 of a file's content, hashed once per version of the file.
+
+    ``memo`` maps an absolute path to the file's stat signature when it was
+    hashed, the hash, and when; it is used while the signature is unchanged
+    and the file was not modified within :data:`_RACY_NS` of being hashed.
+
+    Returns
+    -------
+    (str, tuple)
+        The hex digest and the stat signature it belongs to.
+    """
+    path = os.path.abspath(path)
+    sig = _stat_signature(path)
+    known = memo.get(path)
+    if known is not None and tuple(known["stat"]) == sig and not _racy(known):
+        return known["sha256"], sig
+    started = time.time_ns()
+    digest = _sha256_file(path)
+    if _stat_signature(path) != sig:
+        raise DataError(f"{path} changed while it was being read; run again once "
+                        "it is complete")
+    memo[path] = {"stat": list(sig), "sha256": digest, "hashed_ns": started}
+    return digest, sig
+
+
+def _fingerprint(dataset, fold, root, memo):
+    """What a fold's data are, as far as a fit is concerned.
+
+    Returns
+    -------
+    dict
+        ``digest``: SHA-256 over the content hashes of the files of each split
+        (names and places do not matter), or over the generator's parameters
+        of a synthetic data set; ``files``: ``[(path, stat signature), ...]``
+        to check that the files did not change before a worker loads them;
+        ``describe``: the same for ``run.json``.
+    """
+    spec = _synthetic_spec(dataset)
+    if spec is not None:
+        describe = {"generator": "synthetic", "n_queries": spec[0],
+                    "seed": spec[1], "fold": int(fold)}
+        files = []
+        content = describe
+    else:
+        found = _fold_files(dataset, fold, root)
+        if found is None:
+            # The loader's own error lists what was looked for.
+            _data.load_letor_fold(dataset, fold, root=root)
+            raise DatasetNotFoundError(f"data set {dataset!r}, Fold{fold}: no files")
+        describe, content, files = {}, {}, []
+        for split, paths in found.items():
+            describe[split], content[split] = [], []
+            for p in paths:
+                digest, sig = _file_digest(p, memo)
+                files.append((os.path.abspath(p), sig))
+                describe[split].append({"file": os.path.abspath(p),
+                                        "sha256": digest, "size": sig[0]})
+                content[split].append(digest)
+    blob = json.dumps(content, sort_keys=True).encode()
+    return {"digest": hashlib.sha256(blob).hexdigest(), "files": files,
+            "describe": describe}
+
+
+def _check_unchanged(files):
+    for path, sig in files:
+        try:
+            now = _stat_signature(path)
+        except OSError as err:
+            raise DataError(f"{path} is gone since the run started ({err})") from None
+        if now != tuple(sig):
+            raise DataError(f"{path} changed since the run started (its size or "
+                            "modification time differs from when it was "
+                            "fingerprinted); run again")
+
+
+def _memo_checksum(files):
+    blob = json.dumps(files, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _memo_load(path):
+    """The valid entries of a fingerprint memo file (``{}`` if none)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        warnings.warn(f"fingerprint memo {path} is unreadable ({err}); the data "
+                      "files are hashed again", RuntimeWarning, stacklevel=3)
+        return {}
+    files = stored.get("files") if isinstance(stored, dict) else None
+    ok = (isinstance(files, dict) and stored.get("format") == _MEMO_FORMAT
+          and stored.get("checksum") == _memo_checksum(files)
+          and all(isinstance(e, dict) and isinstance(e.get("sha256"), str)
+                  and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
+                  and isinstance(e.get("hashed_ns"), int)
+                  and isinstance(e.get("stat"), list) and len(e["stat"]) == 4
+                  and all(isinstance(v, int) for v in e["stat"])
+                  for e in files.values()))
+    if not ok:
+        warnings.warn(f"fingerprint memo {path} is not valid (format, fields or "
+                      "checksum); the data files are hashed again",
+                      RuntimeWarning, stacklevel=3)
+        return {}
+    return files
+
+
+def _atomic_write_json(path, obj, **dump_kw):
+    """Write ``obj`` to ``path`` through a temporary file in the same directory.
+
+    The temporary file is removed whatever happens (an error, a signal).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, **dump_kw)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _memo_store(path, files):
+    try:
+        _atomic_write_json(path, {"format": _MEMO_FORMAT, "files": files,
+                                  "checksum": _memo_checksum(files)})
+    except OSError as err:
+        warnings.warn(f"cannot write the fingerprint memo {path} ({err}); the "
+                      "data files will be hashed again next time",
+                      RuntimeWarning, stacklevel=3)
+
+
+#: Source files that present results but take no part in computing them.
+_PRESENTATION = ("__main__.py", "experiments/report.py", "experiments/snapshots.py")
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash():
+    """SHA-256 of the source code that computes a task's result.
+
+    The hash covers every ``refimpl/**/*.py`` file (name and content, in
+    sorted order) except the ones that only present results
+    (``__main__.py``, ``experiments/report.py``,
+    ``experiments/snapshots.py``).  Hashing the whole
+    package rather than a hand-kept list of each method's modules cannot
+    miss a dependency (a kernel, a shared validation helper, the runner's
+    own evaluation): any edit of the package's code invalidates the cache,
+    at the price of refitting after edits that did not matter.  The hash is
+    computed once per process, from the files as they are on disk then.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel in _PRESENTATION:
+            continue
+        content = path.read_bytes()
+        digest.update(f"{rel}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _library_versions():
+    """Versions of the libraries whose numerics a result depends on."""
+    from importlib import metadata
+
+    out = {"python": ".".join(platform.python_version_tuple()[:2])}
+    for pkg in ("numpy", "scipy", "scikit-learn", "numba", "lightgbm"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -329,8 +632,20 @@ def _synthetic_fold(n_queries, seed, fold):
 
 
 @functools.lru_cache(maxsize=8)
+def _load_fold_version(dataset, fold, root, digest):
+    """A fold, cached per process by its data's fingerprint ``digest``."""
+    spec = _synthetic_spec(dataset)
+    if spec is not None:
+        return _synthetic_fold(spec[0], spec[1], fold)
+    return _data.load_letor_fold(dataset, fold, root=root)
+
+
 def load_fold(dataset, fold, root=None):
     """One fold of a LETOR or synthetic data set (cached per process).
+
+    The cache is keyed by the content of the fold's files (a SHA-256 each,
+    re-computed only when a file's size or modification time changes), so a
+    file rewritten with other data is loaded again.
 
     Derived in: book/07_side_by_side.md#side-by-side
 
@@ -346,10 +661,25 @@ def load_fold(dataset, fold, root=None):
     -------
     refimpl.data.LetorFold
     """
-    m = _SYNTHETIC.match(dataset)
-    if m:
-        return _synthetic_fold(int(m.group(1) or 200), int(m.group(2) or 0), fold)
-    return _data.load_letor_fold(dataset, fold, root=root)
+    if _synthetic_spec(dataset) is not None:
+        root = None
+    else:
+        root = os.fspath(_data.letor_home(root))
+    fp = _fingerprint(dataset, fold, root, _FILE_MEMO)
+    return _load_checked(dataset, fold, root, fp["digest"], fp["files"])
+
+
+def _load_checked(dataset, fold, root, digest, files):
+    """The fold whose files have fingerprint ``digest``; an error if they changed."""
+    _check_unchanged(files)
+    fold_data = _load_fold_version(dataset, fold, root, digest)
+    try:
+        _check_unchanged(files)
+    except DataError:
+        # what was read may be neither version: never serve it again
+        _load_fold_version.cache_clear()
+        raise
+    return fold_data
 
 
 def _n_pairs(y, qid):
@@ -375,16 +705,30 @@ class _Task:
     method: object
     params: dict
     index: int              # position in the method's grid
-    key: str
+    key: str                # the task's identity (the tables' key column)
+    cache_key: str = ""     # what determines its result (the cache's key)
+    data_digest: str = ""
+    data_files: tuple = ()  # ((path, stat signature), ...) as fingerprinted
 
 
 def _task_key(dataset, fold, method, params):
+    """The task's identity: data set, fold, method, parameters, version."""
     blob = json.dumps({
-        "schema": CACHE_SCHEMA, "refimpl": _REFIMPL_VERSION,
+        "schema": _TASK_KEY_VERSION, "refimpl": _REFIMPL_VERSION,
         "dataset": dataset, "fold": int(fold), "method": method.name,
         "params": {**dict(method.fixed), **dict(params)},
     }, sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _cache_key(dataset, fold, method, params, data_digest):
+    """Everything a task's result depends on: the task, its data, the code."""
+    blob = json.dumps({
+        "schema": CACHE_SCHEMA, "dataset": dataset, "fold": int(fold),
+        "method": method.name, "params": {**dict(method.fixed), **dict(params)},
+        "data": data_digest, "code": code_hash(), "libraries": _library_versions(),
+    }, sort_keys=True, default=repr)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _warning_text(caught):
@@ -405,7 +749,8 @@ def _run_task(task):
     per_query = {}
     try:
         t_load = time.perf_counter()
-        fold = load_fold(task.dataset, task.fold, task.root)
+        fold = _load_checked(task.dataset, task.fold, task.root,
+                             task.data_digest, task.data_files)
         row["load_time"] = time.perf_counter() - t_load
         Xtr, ytr, qtr = fold.train
         used_in_data = np.any(Xtr != 0, axis=0)
@@ -464,26 +809,210 @@ def _run_task(task):
 
 
 def _cache_path(out_dir, task):
-    return out_dir / "cache" / task.method.name / f"{task.fold}-{task.key}.json"
+    return out_dir / "cache" / task.method.name / f"{task.fold}-{task.cache_key[:24]}.json"
+
+
+def _checksum(entry):
+    """SHA-256 of an entry's canonical JSON, its ``checksum`` field left out."""
+    payload = {k: v for k, v in entry.items() if k != "checksum"}
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+_INT_FIELDS = ("fold", "grid_index", "n_train_docs", "n_train_queries",
+               "n_train_pairs", "n_features", "n_features_nonzero", "n_iter")
+_STR_FIELDS = ("dataset", "method", "params", "key", "status", "error", "warnings")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _row_problem(row):
+    """Why a stored row is not a well-formed successful task, or ``None``."""
+    if not isinstance(row, dict):
+        return f"'row' is a {type(row).__name__}, not an object"
+    for name in _STR_FIELDS:
+        if not isinstance(row.get(name), str):
+            return f"row field {name!r} is missing or not a string"
+    for name in _INT_FIELDS:
+        if not _is_int(row.get(name)):
+            return f"row field {name!r} is missing or not an integer"
+    if not isinstance(row.get("linear"), bool):
+        return "row field 'linear' is missing or not true/false"
+    if row.get("converged") not in ("", True, False):
+        return "row field 'converged' is not true, false or empty"
+    for name in ("fit_time", "cpu_time"):
+        v = row.get(name)
+        if not (_is_real(v) and math.isfinite(v) and v >= 0):
+            return f"row field {name!r} is missing or not a finite time >= 0"
+    for name in ("nnz", "sparsity", "sparsity_all"):
+        v = row.get(name)
+        # NaN when a model has no notion of used features
+        if not (_is_real(v) and (math.isnan(v) or 0 <= v)):
+            return f"row field {name!r} is missing or not a count/ratio >= 0"
+    for prefix in ("val", "test"):
+        for metric in SELECTION_METRICS:
+            name = f"{prefix}_{metric}"
+            v = row.get(name)
+            # PairwiseAccuracy is NaN on a split without a pair
+            nan_ok = metric == "PairwiseAccuracy"
+            if not (_is_real(v) and ((nan_ok and math.isnan(v)) or 0 <= v <= 1)):
+                return f"row field {name!r} is missing or not a number in [0, 1]"
+    return None
+
+
+def _per_query_problem(per_query):
+    if not isinstance(per_query, dict):
+        return f"'per_query' is a {type(per_query).__name__}, not an object"
+    names = ["qid"] + [f"NDCG@{k}" for k in PER_QUERY_KS] + ["AP"]
+    if sorted(per_query) != sorted(names):
+        return f"'per_query' must have exactly the fields {', '.join(names)}"
+    qids = per_query["qid"]
+    if not isinstance(qids, list) or not qids or not all(map(_is_int, qids)):
+        return "'per_query' field 'qid' is not a non-empty list of integers"
+    for name in names[1:]:
+        values = per_query[name]
+        if not isinstance(values, list) or len(values) != len(qids) or not all(
+                _is_real(v) and 0 <= v <= 1 for v in values):
+            return (f"'per_query' field {name!r} is not a list of {len(qids)} "
+                    "numbers in [0, 1]")
+    return None
+
+
+def _entry_problem(entry, task):
+    """Why ``entry`` cannot stand for ``task``'s result, or ``None``."""
+    if not isinstance(entry, dict):
+        return f"the entry is a JSON {type(entry).__name__}, not an object"
+    for name in ("schema", "key", "task_key", "row", "per_query", "checksum"):
+        if name not in entry:
+            return f"field {name!r} is missing"
+    if entry["schema"] != CACHE_SCHEMA:
+        return f"schema {entry['schema']!r} is not the current {CACHE_SCHEMA}"
+    if entry["key"] != task.cache_key:
+        return "its key is not this task's (data, code or parameters differ)"
+    if entry["task_key"] != task.key:
+        return "its task key is not this task's"
+    if entry["checksum"] != _checksum(entry):
+        return "its checksum does not match its content (edited or damaged)"
+    problem = _row_problem(entry["row"]) or _per_query_problem(entry["per_query"])
+    if problem:
+        return problem
+    row = entry["row"]
+    expected = {"dataset": task.dataset, "fold": task.fold,
+                "method": task.method.name, "key": task.key, "status": "ok",
+                "params": json.dumps(task.params, sort_keys=True)}
+    for name, value in expected.items():
+        if row[name] != value:
+            return f"row field {name!r} is {row[name]!r}, expected {value!r}"
+    return None
 
 
 def _cache_load(path, task):
+    """The valid cached result of ``task``, or ``None`` (reported if bad).
+
+    A missing entry is the normal case.  Anything else that cannot be used
+    (unreadable, not JSON, a field missing or of the wrong type, another
+    task's entry, a checksum that does not match) is reported as a
+    ``RuntimeWarning`` naming the file, and the task is fitted again.
+    """
     try:
-        with open(path) as f:
-            stored = json.load(f)
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8") as f:
+            entry = json.load(f)
+    except FileNotFoundError:
         return None
-    if stored.get("key") != task.key or stored.get("row", {}).get("status") != "ok":
-        return None
-    return stored
+    except IsADirectoryError:
+        problem = "it is a directory, not a file"
+    except (OSError, ValueError) as err:
+        problem = f"it is not readable JSON ({type(err).__name__}: {err})"
+    else:
+        problem = _entry_problem(entry, task)
+    if problem is None:
+        return entry
+    warnings.warn(f"cache entry {path} is not used: {problem}; the task "
+                  f"({task.method.name}, fold {task.fold}, {task.params}) is "
+                  "fitted again", RuntimeWarning, stacklevel=2)
+    return None
 
 
 def _cache_store(path, task, result):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump({"key": task.key, **result}, f)
-    os.replace(tmp, path)
+    """Store a successful result atomically; a failure is a warning, not fatal."""
+    entry = {"schema": CACHE_SCHEMA, "key": task.cache_key, "task_key": task.key,
+             "row": result["row"], "per_query": result["per_query"]}
+    # what cannot be read back as valid is not written (e.g. a metric out of range)
+    entry = json.loads(json.dumps(entry, default=repr))
+    entry["checksum"] = _checksum(entry)
+    problem = _entry_problem(entry, task)
+    if problem is not None:
+        warnings.warn(f"result of ({task.method.name}, fold {task.fold}, "
+                      f"{task.params}) is not cached: {problem}",
+                      RuntimeWarning, stacklevel=2)
+        return False
+    try:
+        _atomic_write_json(path, entry)
+    except OSError as err:
+        warnings.warn(f"cannot write cache entry {path} ({type(err).__name__}: "
+                      f"{err}); the result is in this run's tables but not "
+                      "cached", RuntimeWarning, stacklevel=2)
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------
+# Worker processes and signals
+# --------------------------------------------------------------------------
+
+
+class _Terminated(SystemExit):
+    """SIGTERM during a run, raised in the main thread to unwind it."""
+
+
+def _end_loky_workers():
+    """Kill the worker processes of joblib's reusable loky executor.
+
+    joblib aborts its running tasks when :func:`run` is interrupted, but may
+    keep (or start) an idle executor whose workers outlive a terminated
+    parent for minutes; its resource trackers end once no worker holds
+    their pipe.  Only an executor that exists is shut down: asking for one
+    would start it.
+    """
+    try:
+        from joblib.externals.loky import reusable_executor
+    except ImportError:  # pragma: no cover - joblib always vendors loky
+        return
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
+
+
+@contextmanager
+def _sigterm_unwinds():
+    """During the block, SIGTERM raises ``SystemExit(143)`` in the main thread.
+
+    Then ``finally`` clauses run and :func:`run` ends its workers before the
+    process exits with the status the default action gives.  A SIGTERM
+    handler installed by the application, or an ignored SIGTERM, is left
+    alone, as is everything outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum, frame):
+        # a second SIGTERM must not interrupt the clean-up of the first
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # --------------------------------------------------------------------------
@@ -660,6 +1189,59 @@ def _history(path, info):
     return past
 
 
+def _fingerprints(plan, out_dir):
+    """``{fold: fingerprint}`` of the run's data, through the fingerprint memo."""
+    memo_path = out_dir / "cache" / _MEMO_NAME if out_dir is not None else None
+    if memo_path is not None:
+        for path, entry in _memo_load(memo_path).items():
+            known = _FILE_MEMO.get(path)
+            if known is None or known["hashed_ns"] < entry["hashed_ns"]:
+                _FILE_MEMO[path] = entry
+    before = {k: dict(v) for k, v in _FILE_MEMO.items()}
+    out = {fold: _fingerprint(plan.config.dataset, fold, plan.root, _FILE_MEMO)
+           for fold in plan.config.folds}
+    if memo_path is not None:
+        used = sorted({p for fp in out.values() for p, _ in fp["files"]})
+        # rewritten when a hash is new or has just become trustworthy
+        # (no longer racy), not for every re-hash of a racy file
+        changed = [p for p in used if p not in before
+                   or (before[p]["stat"], before[p]["sha256"])
+                   != (_FILE_MEMO[p]["stat"], _FILE_MEMO[p]["sha256"])
+                   or (_racy(before[p]) and not _racy(_FILE_MEMO[p]))]
+        if changed:
+            _memo_store(memo_path, {p: _FILE_MEMO[p] for p in used})
+    return out
+
+
+def _run_todo(todo, config, plan, out_dir, results):
+    """Fit the tasks not cached; store each result as it arrives.
+
+    On any exception (SIGINT's ``KeyboardInterrupt``, SIGTERM's
+    ``SystemExit``) the joblib generator is closed, which aborts the
+    running tasks, and the loky workers are killed before the exception
+    goes on, so that no worker outlives the run.
+    """
+    from tqdm import tqdm
+
+    results_iter = _execute(todo, config)
+    try:
+        with tqdm(total=len(todo), desc=plan.slug, unit="fit",
+                  disable=not config.progress or not todo, file=sys.stderr) as bar:
+            for task, result in results_iter:
+                result["row"]["cached"] = False
+                results[task.key] = result
+                if out_dir is not None and result["row"]["status"] == "ok":
+                    _cache_store(_cache_path(out_dir, task), task, result)
+                bar.set_postfix_str(f"{task.method.name} fold {task.fold}",
+                                    refresh=False)
+                bar.update(1)
+    except BaseException:
+        results_iter.close()
+        if config.backend == "loky":
+            _end_loky_workers()
+        raise
+
+
 def run(config):
     """Run an experiment: validate, fit (or load) every task, select, write.
 
@@ -676,38 +1258,37 @@ def run(config):
     plan = validate_config(config)
     config = plan.config
     out_dir = Path(config.out) / plan.slug if config.out is not None else None
-    tasks = []
-    for method in plan.methods:
-        for fold in config.folds:
-            for index, params in enumerate(plan.grids[method.name]):
-                key = _task_key(config.dataset, fold, method, params)
-                tasks.append(_Task(config.dataset, plan.root, fold, method,
-                                   params, index, key))
-    results, todo = {}, []
-    for task in tasks:
-        stored = None
-        if out_dir is not None and config.cache:
-            stored = _cache_load(_cache_path(out_dir, task), task)
-        if stored is not None:
-            stored["row"]["cached"] = True
-            results[task.key] = stored
-        else:
-            todo.append(task)
-    n_cached = len(results)
-    started = _dt.datetime.now(_dt.UTC)
-    t0 = time.perf_counter()
-    from tqdm import tqdm
-
-    with tqdm(total=len(todo), desc=plan.slug, unit="fit",
-              disable=not config.progress or not todo, file=sys.stderr) as bar:
-        for task, result in _execute(todo, config):
-            result["row"]["cached"] = False
-            results[task.key] = result
-            if out_dir is not None and result["row"]["status"] == "ok":
-                _cache_store(_cache_path(out_dir, task), task, result)
-            bar.set_postfix_str(f"{task.method.name} fold {task.fold}", refresh=False)
-            bar.update(1)
-    wall = time.perf_counter() - t0
+    with _sigterm_unwinds():
+        fingerprints = _fingerprints(plan, out_dir)
+        tasks = []
+        for method in plan.methods:
+            for fold in config.folds:
+                fp = fingerprints[fold]
+                for index, params in enumerate(plan.grids[method.name]):
+                    tasks.append(_Task(
+                        config.dataset, plan.root, fold, method, params, index,
+                        key=_task_key(config.dataset, fold, method, params),
+                        cache_key=_cache_key(config.dataset, fold, method, params,
+                                             fp["digest"]),
+                        data_digest=fp["digest"],
+                        data_files=tuple((p, tuple(sig)) for p, sig in fp["files"])))
+        results, todo = {}, []
+        for task in tasks:
+            stored = None
+            if out_dir is not None and config.cache:
+                stored = _cache_load(_cache_path(out_dir, task), task)
+            if stored is not None:
+                # where the task sits in this run's grid, which may be reordered
+                stored["row"]["grid_index"] = task.index
+                stored["row"]["cached"] = True
+                results[task.key] = stored
+            else:
+                todo.append(task)
+        n_cached = len(results)
+        started = _dt.datetime.now(_dt.UTC)
+        t0 = time.perf_counter()
+        _run_todo(todo, config, plan, out_dir, results)
+        wall = time.perf_counter() - t0
     rows = [results[t.key]["row"] for t in tasks]
     selected, per_query = [], []
     for method in plan.methods:
@@ -738,6 +1319,10 @@ def run(config):
         "started_utc": started.isoformat(timespec="seconds"),
         "wall_time_s": wall, "n_tasks": len(tasks), "n_fitted": len(todo),
         "n_cached": n_cached, "n_failed": n_failed,
+        "code_sha256": code_hash(),
+        "data_fingerprints": {str(fold): {"sha256": fp["digest"],
+                                          "files": fp["describe"]}
+                              for fold, fp in fingerprints.items()},
     }
     if out_dir is not None:
         info["history"] = _history(out_dir / "run.json", info)
