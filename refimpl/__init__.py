@@ -38,17 +38,25 @@ from . import (
     sv_stats,
 )
 from .estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
-from .exceptions import DataError, DatasetNotFoundError, PairMatrixTooLargeError
+from .exceptions import (
+    DataError,
+    DatasetNotFoundError,
+    EmptyModelWarning,
+    NonFiniteError,
+    PairMatrixTooLargeError,
+)
 from .liferank import LifeRank
 from .losses import L2Regularized, PairwiseSquaredHinge
 
 __all__ = [
     "DataError",
     "DatasetNotFoundError",
+    "EmptyModelWarning",
     "FSMRank",
     "FenchelRank",
     "L2Regularized",
     "LifeRank",
+    "NonFiniteError",
     "PairMatrixTooLargeError",
     "PairwiseSquaredHinge",
     "RankSVM",

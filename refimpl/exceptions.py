@@ -18,6 +18,16 @@ class PairMatrixTooLargeError(MemoryError):
     """The explicit pair-difference matrix would need more memory than allowed."""
 
 
+class NonFiniteError(FloatingPointError):
+    """A solver met a NaN or infinite objective, gradient, gap or step.
+
+    A ``FloatingPointError`` (so code that caught the solvers' previous
+    errors still does).  The message names the solver, the quantity, its
+    value, the likely cause (usually the scale of the features) and the
+    remedy (rescale ``X``).
+    """
+
+
 class EmptyModelWarning(UserWarning):
     """A fitted linear ranker has no non-zero weight: it ranks every document equally.
 

@@ -24,6 +24,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import NonFiniteError
+
 __all__ = [
     "NonFiniteError",
     "check_finite",
@@ -31,18 +33,6 @@ __all__ = [
     "nonfinite_message",
     "safe_norm",
 ]
-
-
-class NonFiniteError(FloatingPointError):
-    """A solver met a NaN or infinite objective, gradient, gap or step.
-
-    A ``FloatingPointError`` (so code that caught the solvers' previous
-    errors still does).  The message names the solver, the quantity, its
-    value, the likely cause (usually the scale of the features) and the
-    remedy (rescale ``X``).
-
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
-    """
 
 
 #: Attributes followed, depth first, to find the feature matrix of an
