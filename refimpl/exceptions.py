@@ -25,6 +25,8 @@ class NonFiniteError(FloatingPointError):
     errors still does).  The message names the solver, the quantity, its
     value, the likely cause (usually the scale of the features) and the
     remedy (rescale ``X``).
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
 
 
