@@ -82,6 +82,10 @@ def build_peer(scratch: Path):
         return None, f"peer sources not found under {PEER}"
     dst = scratch / "liblinear"
     shutil.copytree(src, dst)
+    for folder, _, files in os.walk(dst):  # the shared copy is read-only
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
     try:
         with open(patch, "rb") as f:
             subprocess.run(["patch", "-p1"], cwd=dst, stdin=f, check=True,

@@ -185,7 +185,9 @@ def _read_bytes(path: Path):
         size = os.fstat(f.fileno()).st_size
         if size == 0:  # read-only like the others: one compiled kernel
             return np.frombuffer(b"", dtype=np.uint8)
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        # MAP_POPULATE: one call maps every page, not one fault per page
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mm = mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
     return np.frombuffer(mm, dtype=np.uint8)
 
 
@@ -281,6 +283,14 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
             f"{path}: n_features={n_features} would make X a dense {rows_cap:,} x "
             f"{n_features:,} float64 matrix, more than this machine's memory"
         )
+    if n_features is not None:
+        cap0 = n_features
+    else:
+        cap0 = int(_sv.first_line_width(buf))
+        if cap0 > _MAX_FEATURES or rows_cap * cap0 > max_elements:
+            cap0 = 0  # the parser reports the line
+    # allocated here, not in the kernel: NumPy asks for huge pages
+    X0 = np.empty(rows_cap * cap0)
     err, flat, n_rows, width, labels, qids, comments, slow = _sv.parse_svmlight(
         buf,
         rows_cap,
@@ -291,6 +301,8 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
         want_comments,
         max_elements,
         _sv.POW10,
+        X0,
+        cap0,
     )
     stride = width if n_features is None else n_features
     # Tokens outside the fast path, all before any error the kernel met.

@@ -483,9 +483,42 @@ def _compact(X, n_rows, cap, width):
 
 
 @njit(cache=True)
+def first_line_width(buf):
+    """The index before the last ``:`` of the first data line (0 if none).
+
+    A capacity hint only: LETOR lines list every feature, so the first line
+    gives the width, and ``X`` can be allocated by NumPy (which asks the
+    kernel for huge pages) rather than grown inside the parser.
+    """
+    n = buf.size
+    pos = 0
+    while pos < n:
+        while pos < n and _is_space(buf[pos]):
+            pos += 1
+        if pos < n and buf[pos] != 10 and buf[pos] != 35:
+            break
+        while pos < n and buf[pos] != 10:
+            pos += 1
+        pos += 1
+    last_colon = -1
+    while pos < n and buf[pos] != 10 and buf[pos] != 35:
+        if buf[pos] == 58:
+            last_colon = pos
+        pos += 1
+    idx = 0
+    k = last_colon - 1
+    scale = 1
+    while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
+        idx += (buf[k] - 48) * scale
+        scale *= 10
+        k -= 1
+    return idx
+
+
+@njit(cache=True)
 def parse_svmlight(
     buf, rows_cap, n_features, max_index, label_lo, label_hi, want_comments,
-    max_elements, pow10,
+    max_elements, pow10, X0, cap0,
 ):
     """Parse a LETOR / SVMlight file held in ``buf`` (uint8).
 
@@ -507,6 +540,11 @@ def parse_svmlight(
         Largest dense matrix (rows_cap x width) the parser may allocate.
     pow10 : float64 array
         ``10.0**k`` for k = 0..22.
+    X0 : float64 array
+        The first buffer of X, ``rows_cap * cap0`` entries (``cap0`` must be
+        ``n_features`` when that is given).
+    cap0 : int
+        Its row width; grown inside when a line needs more.
 
     Returns
     -------
@@ -523,8 +561,8 @@ def parse_svmlight(
     n = buf.size
     err = np.zeros(ERR_SIZE, np.int64)
     fixed = n_features >= 0
-    cap = n_features if fixed else 0
-    X = np.empty(rows_cap * cap, np.float64)
+    cap = cap0
+    X = X0
     labels = np.empty(rows_cap, np.int64)
     qids = np.empty(rows_cap, np.int64)
     comments = np.empty((rows_cap if want_comments else 0, 2), np.int64)
