@@ -595,7 +595,7 @@ def load_letor(
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Type of ``X`` (and of its cache entry).  Values are parsed to float64
         and rounded once to float32, as sklearn does.  The solvers compute in
-        float64 (:func:`~refimpl._validation.check_X` converts), so float32
+        float64 (their input check converts), so float32
         halves the memory of the stored data, not of a fit.
     label_range : (int, int), default=(0, 2**31 - 1)
         Accepted labels, inclusive.  Labels must be written as integers
