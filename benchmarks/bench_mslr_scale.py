@@ -192,7 +192,7 @@ def main(argv=None):
     seconds, peak = load_only(root)
     print(f"loading Fold1 alone (a process that only loads it): {seconds:.1f} s, "
           f"peak RSS {peak / 2**30:.2f} GB; a method's peak below is at least this")
-    header = (f"{'method':17s} {'setting':46s} {'backend':14s} {'load s':>7s} "
+    header = (f"{'method':17s} {'setting':46s} {'backend':23s} {'load s':>7s} "
               f"{'fit s':>8s} {'peak GB':>8s} {'est GB':>7s} {'n_iter':>7s} "
               f"{'conv':>5s} {'NDCG@10':>8s}  note")
     print(header)
@@ -201,7 +201,7 @@ def main(argv=None):
     for method in methods:
         grid, note = SETTINGS.get(method, ([], "no fixed setting: registry grid"))
         if method in SKIP and not args.no_skip:
-            print(f"{method:17s} {','.join(grid) or '(none)':46s} {'-':14s} "
+            print(f"{method:17s} {','.join(grid) or '(none)':46s} {'-':23s} "
                   f"{'-':>7s} {'-':>8s} {'-':>8s} {'-':>7s} {'-':>7s} {'-':>5s} "
                   f"{'-':>8s}  {SKIP[method]}", flush=True)
             continue
@@ -210,17 +210,17 @@ def main(argv=None):
         setting = ",".join(grid) or "(none)"
         if row is None:
             tail = stderr.strip().splitlines()[-1:] or [f"exit status {status}"]
-            line = (f"{method:17s} {setting:46s} {'-':14s} {'-':>7s} {'-':>8s} "
+            line = (f"{method:17s} {setting:46s} {'-':23s} {'-':>7s} {'-':>8s} "
                     f"{peak / 2**30:8.2f} {'-':>7s} {'-':>7s} {'-':>5s} {'-':>8s}  "
                     f"no result after {wall:.0f} s: {tail[0][:200]}")
         elif row["status"] != "ok":
-            line = (f"{method:17s} {setting:46s} {row.get('backend') or '-':14s} "
+            line = (f"{method:17s} {setting:46s} {row.get('backend') or '-':23s} "
                     f"{_f(row, 'load_time', '7.1f')} {'-':>8s} {peak / 2**30:8.2f} "
                     f"{'-':>7s} "
                     f"{'-':>7s} {'-':>5s} {'-':>8s}  {row['status']}: {row['error']}")
         else:
             est = float(row["est_peak_mb"]) / 1024
-            line = (f"{method:17s} {setting:46s} {row['backend']:14s} "
+            line = (f"{method:17s} {setting:46s} {row['backend']:23s} "
                     f"{_f(row, 'load_time', '7.1f')} {_f(row, 'fit_time', '8.1f')} "
                     f"{peak / 2**30:8.2f} {est:7.2f} {row['n_iter']:>7s} "
                     f"{str(row['converged'])[:5]:>5s} {_f(row, 'test_NDCG@10', '8.4f')}  {note}")
