@@ -289,8 +289,7 @@ def _parse(path: Path, buf: np.ndarray, n_features, label_range, want_comments):
         cap0 = int(_sv.first_line_width(buf))
         if cap0 > _MAX_FEATURES or rows_cap * cap0 > max_elements:
             cap0 = 0  # the parser reports the line
-    # allocated here, not in the kernel: NumPy asks for huge pages
-    X0 = np.empty(rows_cap * cap0)
+    X0 = _sv.empty_float64(rows_cap * cap0)
     err, flat, n_rows, width, labels, qids, comments, slow = _sv.parse_svmlight(
         buf,
         rows_cap,
