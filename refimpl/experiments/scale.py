@@ -11,7 +11,7 @@ and the reason, when
   the sparse RankSVMs, and the RankSVM stages of GAS-E, FSMSVM and the
   LifeRank pipelines) would build explicit pair arrays where the tree
   backend applies and the arrays are larger than
-  :data:`refimpl.losses.squared_hinge.AUTO_MAX_PAIR_BYTES` (``backend=
+  ``refimpl.losses.squared_hinge.AUTO_MAX_PAIR_BYTES`` (``backend=
   "pairs"`` or ``"numpy"`` forced at that size): Lee & Lin's tree computes
   the same loss in O(l) memory, so the pairs are never needed;
 * the estimate exceeds :data:`MEMORY_FRACTION` of the memory available now
