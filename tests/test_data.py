@@ -326,10 +326,19 @@ def test_letor_home_env(tmp_path, monkeypatch):
         load_letor_fold("MQ", 1)
 
 
-def test_mq2008_fold1(letor_root):
+def test_mq2008_fold1(letor_root, tmp_path, monkeypatch):
     if not (letor_root / "MQ2008").is_dir():
         pytest.skip(f"MQ2008 not found under {letor_root}")
+    monkeypatch.setenv("REFIMPL_DATA", str(tmp_path))
     fold = load_letor_fold("MQ2008", 1, root=letor_root)
+    if not rdata._writable_dir(letor_root / "MQ2008"):
+        # a read-only copy (the shared one) is left alone: the data home
+        assert not (letor_root / "MQ2008" / ".refimpl_cache").exists()
+        assert len(list((tmp_path / "parsed").glob("*-S?.txt.gz.float64.json"))) == 5
+    again = load_letor_fold("MQ2008", 1, root=letor_root)  # from the cache
+    for name in ("train", "vali", "test"):
+        for a, b in zip(getattr(fold, name), getattr(again, name)):
+            np.testing.assert_array_equal(a, b)
     expected = {"train": (9630, 471), "vali": (2707, 157), "test": (2874, 156)}
     for name, (rows, queries) in expected.items():
         X, y, qid = getattr(fold, name)
