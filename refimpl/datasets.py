@@ -483,9 +483,12 @@ def _home(explicit) -> Path:
     if explicit is None:
         explicit = os.environ.get(ENV_VAR) or None
     if explicit is None:
-        import pooch
+        # pooch.os_cache's own source, without importing pooch: pooch imports
+        # tqdm.auto, which warns on stderr in a notebook without ipywidgets,
+        # and every load of a read-only data folder asks for this directory.
+        import platformdirs
 
-        return Path(pooch.os_cache("refimpl")).expanduser()
+        return Path(platformdirs.user_cache_dir("refimpl")).expanduser()
     return Path(os.fspath(explicit)).expanduser()
 
 
