@@ -402,8 +402,11 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype):
                 raise ValueError("it describes another file")
             if meta["size"] != st.st_size:
                 return None  # the data changed
+            # ctime too: a rewrite that restores size and mtime (os.utime)
+            # cannot restore the ctime, which the kernel sets on every change.
             trusted = (
                 meta["mtime_ns"] == st.st_mtime_ns
+                and meta.get("ctime_ns") == st.st_ctime_ns
                 and meta["hashed_ns"] - st.st_mtime_ns > _RACY_NS
             )
             if not trusted and _file_sha256(path) != meta["sha256"]:
@@ -467,6 +470,7 @@ def _write_cache(path, st, sha, dtype, arrays, width) -> Path | None:
         "source": str(path),
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
         "sha256": sha,
         "hashed_ns": time.time_ns(),
         "dtype": dtype.name,
@@ -677,7 +681,9 @@ def load_letor(
 
 
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_size, a.st_mtime_ns, a.st_ino) == (b.st_size, b.st_mtime_ns, b.st_ino)
+    return (a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_ino) == (
+        b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_ino
+    )
 
 
 def _from_cache(path, arrays, n_features, label_range, return_comments):

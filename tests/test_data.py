@@ -774,6 +774,21 @@ def test_cache_follows_the_data(tmp_path, monkeypatch):
     np.testing.assert_array_equal(load_letor(path)[0], d2.X)
 
 
+def test_cache_sees_a_rewrite_that_restores_size_and_mtime(tmp_path):
+    """An old file rewritten in place, its mtime put back: the ctime betrays it."""
+    path = tmp_path / "d.txt"
+    _write_dataset(path, seed=0)
+    st = path.stat()
+    old = (st.st_atime_ns, st.st_mtime_ns - 10**11)  # far from the racy window
+    os.utime(path, ns=old)
+    assert load_letor(path)[2][0] == 1  # cached, and trusted on its mtime
+    text = path.read_bytes()
+    path.write_bytes(text.replace(b"qid:1 ", b"qid:7 ", 1))
+    os.utime(path, ns=old)
+    assert path.stat().st_size == st.st_size
+    assert load_letor(path)[2][0] == 7
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "json", "shape", "delete"])
 def test_corrupt_cache_is_ignored_and_rewritten(tmp_path, damage):
     path = tmp_path / "d.txt"
