@@ -1,0 +1,45 @@
+"""scikit-learn-style estimators on top of the losses and solvers.
+
+One module per family: :mod:`~refimpl.estimators.ranksvm` (RankSVM),
+:mod:`~refimpl.estimators.fenchelrank` (FenchelRank),
+:mod:`~refimpl.estimators.sparse` (SparseRankSVM),
+:mod:`~refimpl.estimators.fsmrank` (FSMRank, FSMSVM),
+:mod:`~refimpl.estimators.gas` (GASRanker, gas_e),
+:mod:`~refimpl.estimators.liferank` (LifeRank) and
+:mod:`~refimpl.estimators.baselines` (LinearRegressionRanker, LambdaMART,
+LifeRankPipeline); what they share is in ``_base``.
+
+``fit(X, y, qid)`` takes LETOR-shaped data (``qid=None`` is one query),
+``predict(X)`` returns scores to sort by, ``coef_`` holds the weights and
+``history_`` the solver's iterate history, which the book plots.
+
+Every ``fit`` first deletes the attributes of a previous fit, then checks
+``(X, y, qid)`` as scikit-learn does (no empty ``X``, at least one feature,
+``y`` and ``qid`` as long as ``X``; ``n_features_in_`` and, for a data frame,
+``feature_names_in_`` are recorded and checked again by ``predict``).  A
+linear model with no non-zero weight is reported by
+:class:`~refimpl.exceptions.EmptyModelWarning`, with the value of the
+regularisation parameter beyond which every weight vanishes.
+"""
+
+from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
+from .fenchelrank import FenchelRank
+from .fsmrank import FSMSVM, FSMRank
+from .gas import GASRanker, gas_e
+from .liferank import LifeRank
+from .ranksvm import RankSVM
+from .sparse import SparseRankSVM
+
+__all__ = [
+    "FSMSVM",
+    "FSMRank",
+    "FenchelRank",
+    "GASRanker",
+    "LambdaMART",
+    "LifeRank",
+    "LifeRankPipeline",
+    "LinearRegressionRanker",
+    "RankSVM",
+    "SparseRankSVM",
+    "gas_e",
+]

@@ -1,0 +1,173 @@
+"""Baselines beyond the papers' own methods, with the ``fit(X, y, qid)`` interface.
+
+Pointwise linear regression and LightGBM's LambdaMART (estimators without
+the ranking interface, adapted), and LifeRank's two-stage pipeline (its
+extracted features, then a linear ranker).
+
+Derived in: book/07_side_by_side.md#side-by-side
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_ranking_data, check_X
+from ..exceptions import DataError
+from .liferank import LifeRank
+from .ranksvm import RankSVM
+
+__all__ = ["LambdaMART", "LifeRankPipeline", "LinearRegressionRanker"]
+
+
+class LinearRegressionRanker(BaseEstimator):
+    """Pointwise least squares on the labels, as a ranker (``qid`` ignored).
+
+    The "Linear Regression" learning-to-rank baseline of Pandey et al.
+    (2018, Section 5.3; RankLib's implementation there): fit
+    ``y ~ X w + b`` by ordinary least squares and rank by ``X w``.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    """
+
+    def fit(self, X, y, qid=None):
+        """Least-squares fit on ``(X, y)``; returns ``self``."""
+        from sklearn.linear_model import LinearRegression
+
+        X, y, _ = check_ranking_data(X, y, qid)
+        model = LinearRegression().fit(X, y)
+        self.coef_ = np.asarray(model.coef_, dtype=np.float64)
+        self.intercept_ = float(model.intercept_)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Scores ``X @ coef_`` (the intercept does not change a ranking)."""
+        X = check_X(X)
+        return np.asarray(X @ self.coef_).ravel()
+
+
+class LambdaMART(BaseEstimator):
+    """LightGBM's LambdaMART (``LGBMRanker``, objective ``lambdarank``).
+
+    A non-linear reference (Burges 2010; Ke et al. 2017): gradient-boosted
+    regression trees fitted to the LambdaRank gradients of NDCG.  Group
+    sizes come from ``qid``; documents are sorted by query first when they
+    are not contiguous.  ``n_jobs=1`` and ``deterministic=True`` with a
+    fixed seed make a fit reproducible bit for bit.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    n_estimators, learning_rate, num_leaves, min_child_samples :
+        As in ``lightgbm.LGBMRanker``.
+    seed : int, default 0
+
+    Attributes
+    ----------
+    model_ : lightgbm.LGBMRanker
+    feature_importances_ : ndarray of int
+        Number of splits on each feature.
+    """
+
+    def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
+                 min_child_samples=20, seed=0):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.seed = seed
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        from lightgbm import LGBMRanker
+
+        X, y, groups = check_ranking_data(X, y, qid)
+        order = groups.order
+        model = LGBMRanker(
+            objective="lambdarank", n_estimators=int(self.n_estimators),
+            learning_rate=float(self.learning_rate),
+            num_leaves=int(self.num_leaves),
+            min_child_samples=int(self.min_child_samples),
+            random_state=int(self.seed), n_jobs=1, deterministic=True,
+            force_row_wise=True, verbose=-1,
+        )
+        model.fit(X[order], y[order], group=groups.sizes)
+        self.model_ = model
+        self.feature_importances_ = np.asarray(model.feature_importances_)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Scores of the boosted trees."""
+        X = check_X(X)
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
+
+
+class LifeRankPipeline(BaseEstimator):
+    """LifeRank's extracted features, then a linear ranker on them.
+
+    Pandey et al. (2018, Section 5.3) evaluate LifeRank by training RankSVM
+    or linear regression on the ``k`` generated features ``X T``.  The
+    composition is linear in the original features, with weights ``T v``
+    (``v`` those of the second stage), which ``coef_`` holds.
+
+    Derived in: book/07_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    n_components : int, default 10
+        ``k``, the number of generated features.
+    ranker : {"ranksvm", "linreg"}, default "ranksvm"
+    C : float, default 1.0
+        RankSVM's loss weight (``ranker="ranksvm"``).
+    lam, lr, max_iter, seed :
+        Passed to ``refimpl.liferank.LifeRank``.
+
+    Attributes
+    ----------
+    liferank_ : LifeRank
+    ranker_ : RankSVM or LinearRegressionRanker
+    coef_ : ndarray of shape (n_features,)
+        ``components_ @ ranker_.coef_``.
+    """
+
+    def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
+                 lr=0.1, max_iter=1000, seed=0):
+        self.n_components = n_components
+        self.ranker = ranker
+        self.C = C
+        self.lam = lam
+        self.lr = lr
+        self.max_iter = max_iter
+        self.seed = seed
+
+    def fit(self, X, y, qid=None):
+        """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
+        if self.ranker not in ("ranksvm", "linreg"):
+            raise DataError(
+                f"ranker must be 'ranksvm' or 'linreg', got {self.ranker!r}")
+        X = check_X(X)
+        life = LifeRank(n_components=self.n_components, lam=self.lam,
+                        lr=self.lr, max_iter=self.max_iter, seed=self.seed)
+        Z = life.fit(X, y, qid).transform(X)
+        second = (RankSVM(C=self.C) if self.ranker == "ranksvm"
+                  else LinearRegressionRanker()).fit(Z, y, qid)
+        self.liferank_ = life
+        self.ranker_ = second
+        self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)
+        self.n_iter_ = life.n_iter_
+        self.converged_ = life.converged_
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Scores ``X T v``."""
+        X = check_X(X)
+        return np.asarray(X @ self.coef_).ravel()

@@ -1,0 +1,138 @@
+"""FenchelRank: sparse ranking in an l1 ball (Lai et al. 2013)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_fit_input, check_positive, reset_fitted
+from ..exceptions import DataError
+from ..losses import PairwiseSquaredHinge
+from ..losses.squared_hinge import BACKENDS
+from ..solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
+from ._base import _LinearRanker, _warn_empty
+
+__all__ = ["FenchelRank"]
+
+
+class FenchelRank(_LinearRanker):
+    """Sparse ranking in an l1 ball, trained by FenchelRank (Lai et al. 2013).
+
+    Solves eq. 3 of Lai et al. (2013),
+
+    .. math::
+
+        \\min_{\\|w'\\|_1 \\le r} \\frac1p \\sum_{(i, j) \\in P}
+            \\max(0, 1 - w'^T (x_i - x_j))^2 ,
+
+    through its rescaling ``w = w'/r`` (eq. 4) by Algorithm 1: greedy
+    coordinate choice from ``g_t = K^T d_t`` (eq. 12), the update of eq. 18
+    with the step of eqs. 19-21, and the stopping rule (eq. 17) that the
+    duality gap ``P(d_t) - D(w_t) = ||g_t||_inf - g_t^T w_t`` is at most
+    ``tol``.  ``coef_ = r w`` is on the scale of eq. 3, so
+    ``||coef_||_1 <= r``.  See :func:`refimpl.solvers.fenchelrank`.
+
+    Parameters
+    ----------
+    r : float, default 1.0
+        Radius of the l1 ball (> 0); smaller is sparser.
+    tol : float, default 1e-3
+        Gap tolerance ``epsilon`` of eq. 17 (> 0); relative, since
+        ``G(0) = 1``.
+    max_iter : int, default 1000
+        Maximum number of updates ``T``; each adds at most one feature.
+    step : {"exact", "closed_form", "theory"}, default "exact"
+        Step-size rule (eqs. 19-21, the corrected rule after eq. 21, or the
+        step of the proof of Theorem 1).
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+        How the loss is evaluated; see
+        :class:`refimpl.losses.PairwiseSquaredHinge`.
+    linesearch : {"auto", "pairs", "newton"}, default "auto"
+        Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
+        (not the tree backend).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        ``r w``, the solution of eq. 3.
+    n_iter_ : int
+        Updates performed.
+    history_ : dict of ndarray
+        Per iterate: dual objective ``D``, primal ``P``, ``gap``, step
+        ``mu``, feature ``j``, ``nnz``, ``ls_eval``, ``time``.
+    converged_ : bool
+        Whether eq. 17 holds at the returned iterate.
+    dual_gap_ : float
+        Final gap ``P(d_T) - D(w_T)``, an upper bound on ``G(w_T) - G^*``.
+    objective_ : float
+        ``G(w_T)``, i.e. the mean squared hinge of eq. 3 at ``coef_``.
+    backend_ : str
+        The backend actually used.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+
+    def __init__(self, r=1.0, tol=1e-3, max_iter=1000, step="exact",
+                 backend="auto", linesearch="auto"):
+        self.r = r
+        self.tol = tol
+        self.max_iter = max_iter
+        self.step = step
+        self.backend = backend
+        self.linesearch = linesearch
+
+    def _validate_params(self):
+        check_positive(self.r, "r")
+        check_positive(self.tol, "tol")
+        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise DataError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if self.step not in STEPS:
+            raise DataError(f"step must be one of {STEPS}, got {self.step!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.linesearch not in LINESEARCHES:
+            raise DataError(
+                f"linesearch must be one of {LINESEARCHES}, got {self.linesearch!r}"
+            )
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero: with ``r > 0`` only when the duality gap at
+        ``w = 0``, ``||grad G(0)||_inf``, is already at most ``tol`` (no
+        radius empties the l1-ball model).
+        """
+        reset_fitted(self)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
+        r = float(self.r)
+        loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
+                                    backend=self.backend)
+        if self.linesearch == "pairs" and loss.pairs is None:
+            raise DataError(
+                "linesearch='pairs' needs explicit pairs, but backend "
+                f"{loss.backend!r} has none: use linesearch='newton' or 'auto'"
+            )
+        result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
+                             step=self.step, linesearch=self.linesearch)
+        coef = r * result.w
+        if not np.all(np.isfinite(coef)):
+            raise FloatingPointError("FenchelRank produced non-finite coefficients")
+        self.coef_ = coef
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.dual_gap_ = float(result.history["gap"][-1])
+        self.objective_ = -float(result.history["D"][-1])
+        self.backend_ = loss.backend
+        if not np.any(coef):
+            gap0 = float(self.history_["gap"][0])
+            _warn_empty(
+                self,
+                "no radius r > 0 empties the l1-ball model: w = 0 is returned "
+                "only when the duality gap at w = 0, ||grad G(0)||_inf = "
+                f"{gap0:.6g}, is already <= tol = {float(self.tol):g} (it is 0 "
+                "when the pairs' differences cancel)"
+                + ("; lower tol" if 0 < gap0 <= float(self.tol) else ""),
+                parameter="r", value=r)
+        return self

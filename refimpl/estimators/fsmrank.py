@@ -1,0 +1,271 @@
+"""FSMRank and its two-stage baseline FSMSVM (Lai, Pan, Tang & Yu 2013)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import (
+    check_fit_input,
+    check_nonnegative,
+    check_positive,
+    reset_fitted,
+)
+from ..exceptions import DataError
+from ..fsmrank import (
+    PSD_MODES,
+    FSMRankSmooth,
+    LiftedLoss,
+    convexify_similarity,
+    lift_importance,
+    lift_similarity,
+    pearson_importance,
+    pearson_similarity,
+)
+from ..losses import PairwiseSquaredHinge
+from ..losses.squared_hinge import BACKENDS
+from ..penalties import NonNegWeightedL1
+from ..solvers.apg import apg
+from ._base import _check_max_iter, _grad_at_zero, _LinearRanker, _warn_empty
+from .gas import _check_n_select
+from .ranksvm import _fit_ranksvm_on
+
+__all__ = ["FSMSVM", "FSMRank"]
+
+
+_IMPORTANCES = ("pearson", "uniform")
+_SIMILARITIES = ("pearson", "identity")
+
+
+class FSMRank(_LinearRanker):
+    """FSMRank: similarity- and importance-penalised sparse ranking (Lai et al. 2013).
+
+    Solves eq. 1 of Lai, Pan, Tang & Yu (2013),
+
+    .. math::
+
+        \\min_{\\hat w} \\frac{\\lambda_1}{2} \\hat w^T \\hat A \\hat w
+            + \\lambda_2 \\sum_i \\frac{|\\hat w_i|}{\\hat s_i}
+            + \\frac1p \\sum_{(i, j) \\in P} \\max(0, 1 - \\hat w^T (x_i - x_j))^2,
+
+    through its non-negative 2d-dimensional form eq. 2 (``X2 = [X, -X]``,
+    ``A2 = [[A, -A], [-A, A]]``, ``s2 = [s, s]``, see
+    :mod:`refimpl.fsmrank` for why this ``A2``) by Algorithm 1: FISTA with
+    the closed-form projection step (eq. 3), "Nemirovski's line search"
+    started at ``L0 / 2**10`` with ``L0`` Theorem 1's bound, and the
+    stopping rule ``|F(w_t) - F(w_{t-1})| <= tol |F(w_{t-1})|``.
+    ``coef_ = w^+ - w^-``.
+
+    If ``A`` is not positive semidefinite (``|PC|`` matrices often are
+    not), eq. 1 is not convex; by default (``psd="project"``) ``A`` is
+    replaced by its nearest PSD matrix, with a ``UserWarning``.
+
+    Parameters
+    ----------
+    lambda1 : float, default 1.0
+        Weight of the similarity term (>= 0).
+    lambda2 : float, default 1e-3
+        Weight of the importance-weighted l1 term (>= 0).  Every weight
+        vanishes for ``lambda2 >= max_i s_i |grad_i f(0)|`` (0.15 on MQ2008
+        Fold 1, 0.19 on the default synthetic data), whatever ``lambda1``;
+        the default is the middle of the runner's grid (1e-4 to 1e-2).
+    importance : {"pearson", "uniform"}, default "pearson"
+        ``s_i = |PC(h_i, y)|`` (floored at
+        ``refimpl.fsmrank.IMPORTANCE_FLOOR``), or ``s = 1`` (Table III's
+        ``S^1``).
+    similarity : {"pearson", "identity"}, default "pearson"
+        ``A_ij = |PC(h_i, h_j)|``, or ``A = I`` (the ablation of Section
+        IV-D3).
+    psd : {"project", "ignore", "raise"}, default "project"
+        What to do with a non-PSD ``A``; see
+        :func:`refimpl.fsmrank.convexify_similarity`.
+    tol : float, default 1e-6
+        Relative change tolerance (the paper uses 1e-4).
+    max_iter : int, default 10000
+        ``T`` of Algorithm 1 (the paper's experiments use 400).
+    L0 : float, optional
+        Upper bound on the Lipschitz constant of ``grad psi``; default
+        Theorem 1's ``(4d/p) sum_P ||x_i - x_j||_inf^2 + 2 d lambda1
+        max|A|``.
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        ``w^+ - w^-``, a solution of eq. 1.
+    coef2_ : ndarray of shape (2 n_features,)
+        The solution ``w >= 0`` of eq. 2.
+    importance_ : ndarray of shape (n_features,)
+        ``s``.
+    similarity_ : ndarray of shape (n_features, n_features)
+        The ``A`` used in the objective (after any PSD projection).
+    psd_projected_ : bool
+        Whether ``A`` was replaced by its nearest PSD matrix.
+    similarity_min_eig_ : float
+        Smallest eigenvalue of ``A`` before any projection.
+    lipschitz_bound_ : float
+        ``L0`` used.
+    n_iter_ : int
+    history_ : dict of ndarray
+        ``F`` (objective of eq. 2), ``L``, ``gmap``, ``n_fun``, ``restart``,
+        ``time``.
+    converged_ : bool
+    objective_ : float
+        Objective of eq. 2 at ``coef2_``; equals eq. 1 at ``coef_`` when
+        ``min(w^+_i, w^-_i) = 0`` for all ``i`` (always at the optimum if
+        ``lambda2 > 0``).
+    backend_ : str
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, lambda1=1.0, lambda2=1e-3, importance="pearson",
+                 similarity="pearson", psd="project", tol=1e-6, max_iter=10000,
+                 L0=None, backend="auto"):
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.importance = importance
+        self.similarity = similarity
+        self.psd = psd
+        self.tol = tol
+        self.max_iter = max_iter
+        self.L0 = L0
+        self.backend = backend
+
+    def _validate_params(self):
+        check_nonnegative(self.lambda1, "lambda1")
+        check_nonnegative(self.lambda2, "lambda2")
+        check_positive(self.tol, "tol")
+        _check_max_iter(self.max_iter)
+        if self.L0 is not None:
+            check_positive(self.L0, "L0")
+        if self.importance not in _IMPORTANCES:
+            raise DataError(
+                f"importance must be one of {_IMPORTANCES}, got {self.importance!r}"
+            )
+        if self.similarity not in _SIMILARITIES:
+            raise DataError(
+                f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}"
+            )
+        if self.psd not in PSD_MODES:
+            raise DataError(f"psd must be one of {PSD_MODES}, got {self.psd!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def _problem(self, X, y, qid):
+        """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
+        loss = PairwiseSquaredHinge(X, y, qid, normalize=True, backend=self.backend)
+        d = loss.n_features
+        if self.importance == "pearson":
+            s = pearson_importance(loss.X, loss.y)
+        else:
+            s = np.ones(d)
+        A = pearson_similarity(loss.X) if self.similarity == "pearson" else np.eye(d)
+        A, projected, min_eig = convexify_similarity(A, self.psd)
+        smooth = FSMRankSmooth(LiftedLoss(loss), lift_similarity(A),
+                               float(self.lambda1))
+        penalty = NonNegWeightedL1(float(self.lambda2) / lift_importance(s))
+        return loss, smooth, penalty, s, A, projected, min_eig
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, naming the ``lambda2`` at or above which that
+        happens (its ``threshold``).  By the optimality
+        conditions of eq. 2 on the orthant, ``w = 0`` is optimal iff
+        ``grad_i psi(0) + lambda2 / s_i >= 0`` for every ``i``; ``grad
+        psi(0) = [g, -g]`` with ``g = grad f(0)`` (the similarity term has
+        zero gradient at 0), hence iff ``lambda2 >= max_i s_i |g_i|``.
+        """
+        reset_fitted(self)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
+        loss, smooth, penalty, s, A, projected, min_eig = self._problem(X, y, qid)
+        L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
+        if L0 <= 0:
+            L0 = 1.0
+        result = apg(smooth, penalty, L0=L0, line_search="nemirovski", eta=2.0,
+                     tol=float(self.tol), stop="relative_change",
+                     max_iter=int(self.max_iter))
+        d = loss.n_features
+        w2 = result.w
+        coef = w2[:d] - w2[d:]
+        if not np.all(np.isfinite(coef)):
+            raise FloatingPointError("FSMRank produced non-finite coefficients")
+        self.coef_ = coef
+        self.coef2_ = w2
+        self.importance_ = s
+        self.similarity_ = A
+        self.psd_projected_ = bool(projected)
+        self.similarity_min_eig_ = float(min_eig)
+        self.lipschitz_bound_ = float(L0)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["F"][-1])
+        self.backend_ = loss.backend
+        if not np.any(coef):
+            lam2 = float(self.lambda2)
+            threshold = float(np.max(s * np.abs(_grad_at_zero(loss)), initial=0.0))
+            if threshold == 0:
+                detail = ("the gradient of the loss at w = 0 is zero, so no lambda2 "
+                          "gives a non-zero weight")
+            else:
+                side = ("choose lambda2 below it" if lam2 >= threshold else
+                        "lambda2 is below it, yet the fit ended at w = 0 "
+                        f"(converged_ = {self.converged_})")
+                detail = (f"every weight vanishes for lambda2 >= {threshold:.6g} (= "
+                          f"max_i s_i |grad_i f(0)|, whatever lambda1); {side}")
+            _warn_empty(self, f"lambda2={self.lambda2!r}: {detail}",
+                        parameter="lambda2", value=lam2, threshold=threshold)
+        return self
+
+
+class FSMSVM(_LinearRanker):
+    """FSMSVM: the top-t features of FSMRank, then RankSVM on them (Lai et al. 2013).
+
+    The second baseline of Section IV-D1: fit :class:`FSMRank`, sort the
+    features by ``|coef_|`` decreasingly (ties by index) and train
+    :class:`RankSVM` on the first ``t``.
+
+    Parameters
+    ----------
+    n_features : int
+        Number ``t`` of features to keep.
+    lambda1 : float, default 1.0
+        FSMRank's similarity weight (eq. 1).
+    lambda2 : float, default 1e-3
+        FSMRank's l1 weight (eq. 1), default as :class:`FSMRank`'s.
+    C : float, default 1.0
+        RankSVM loss weight.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        RankSVM weights on the selected features, 0 elsewhere.
+    selected_ : ndarray of int64
+        The ``t`` features, by decreasing ``|FSMRank weight|``.
+    fsmrank_ : FSMRank
+    ranksvm_ : RankSVM
+    n_iter_, converged_, history_ :
+        Those of the RankSVM.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, n_features, lambda1=1.0, lambda2=1e-3, C=1.0):
+        self.n_features = n_features
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.C = C
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        reset_fitted(self)
+        X, y = check_fit_input(self, X, y, qid)
+        t = _check_n_select(self.n_features, X.shape[1])
+        check_positive(self.C, "C")
+        fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
+        selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
+        self.fsmrank_ = fsm
+        return _fit_ranksvm_on(self, X, y, qid, selected)

@@ -1,0 +1,137 @@
+"""GAS feature selection (Geng et al. 2007) and GAS-E, GAS then RankSVM."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import (
+    check_fit_input,
+    check_labels,
+    check_nonnegative,
+    check_positive,
+    check_X,
+    group_queries,
+    reset_fitted,
+)
+from ..exceptions import DataError
+from ..fsmrank import feature_ndcg, gas_select, kendall_similarity
+from ._base import _LinearRanker
+from .ranksvm import _fit_ranksvm_on
+
+__all__ = ["GASRanker", "gas_e"]
+
+
+def _check_n_select(n_features, d):
+    if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) \
+            or not 1 <= n_features <= d:
+        raise DataError(
+            f"n_features must be an integer in [1, {d}] (the number of "
+            f"features to select), got {n_features!r}"
+        )
+    return int(n_features)
+
+
+def _gas(X, y, qid, n_features, c):
+    """GAS selection plus its inputs: ``(selected, importance, similarity)``."""
+    X = check_X(X)
+    check_labels(y, X.shape[0])
+    group_queries(qid, X.shape[0])
+    t = _check_n_select(n_features, X.shape[1])
+    check_nonnegative(c, "c")
+    importance, _ = feature_ndcg(X, y, qid, k=10)
+    similarity = kendall_similarity(X, qid)
+    return gas_select(importance, similarity, t, float(c)), importance, similarity
+
+
+def _columns(X, idx):
+    X = check_X(X)
+    return X[:, idx]
+
+
+def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
+    """GAS feature selection (Geng, Liu, Qin & Li 2007), optionally followed by a ranker.
+
+    Importance of a feature: NDCG@10 (LETOR 4.0 convention, averaged over
+    queries) of ranking the documents by it, in its better direction;
+    similarity of two features: ``|Kendall's tau|`` between their rankings,
+    averaged over queries.  The greedy search (GAS, Geng et al. Section 3.3)
+    picks the most important feature, lowers every other importance by
+    ``2 c sim(j, picked)``, and repeats.  "GAS-E" in FSMRank's experiments
+    (Lai et al. 2013, Section IV-D1) is GAS followed by RankSVM-Primal on the
+    selected features: pass ``ranker=RankSVM(...)``.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    y : array-like of shape (n,)
+    qid : array-like of shape (n,) or None
+    n_features : int
+        Number ``t`` of features to select, 1 <= t <= d.
+    c : float, default 0.01
+        Redundancy penalty of GAS (>= 0).
+    ranker : estimator, optional
+        If given, it is fitted in place on ``X[:, selected]``.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_features,)
+        Selected feature indices, in the order picked.
+    """
+    selected, _, _ = _gas(X, y, qid, n_features, c)
+    if ranker is not None:
+        ranker.fit(_columns(X, selected), y, qid)
+    return selected
+
+
+class GASRanker(_LinearRanker):
+    """GAS-E: GAS feature selection, then RankSVM on the selected features.
+
+    The two-stage baseline of Lai et al. (2013), Section IV-D1 (GAS of Geng
+    et al. 2007, see :func:`gas_e`; second stage :class:`RankSVM`, the
+    L2-loss RankSVM-Primal).
+
+    Parameters
+    ----------
+    n_features : int
+        Number ``t`` of features to select.
+    c : float, default 0.01
+        GAS redundancy penalty.
+    C : float, default 1.0
+        RankSVM loss weight.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        RankSVM weights on the selected features, 0 elsewhere.
+    selected_ : ndarray of int64
+        Selected features in the order GAS picked them.
+    importance_ : ndarray
+        NDCG@10 of each feature.
+    similarity_ : ndarray
+        ``|Kendall's tau|`` between features.
+    ranksvm_ : RankSVM
+        The fitted second stage.
+    n_iter_, converged_, history_ :
+        Those of the RankSVM.
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    """
+
+    def __init__(self, n_features, c=0.01, C=1.0):
+        self.n_features = n_features
+        self.c = c
+        self.C = C
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``."""
+        reset_fitted(self)
+        X, y = check_fit_input(self, X, y, qid)
+        _check_n_select(self.n_features, X.shape[1])
+        check_nonnegative(self.c, "c")
+        check_positive(self.C, "C")
+        selected, importance, similarity = _gas(X, y, qid, self.n_features, self.c)
+        self.importance_ = importance
+        self.similarity_ = similarity
+        return _fit_ranksvm_on(self, X, y, qid, selected)

@@ -1,0 +1,145 @@
+"""RankSVM: the L2-loss linear RankSVM trained by TRON (Lee & Lin 2014)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_fit_input, check_positive, reset_fitted
+from ..exceptions import DataError
+from ..losses import L2Regularized, PairwiseSquaredHinge
+from ..losses.squared_hinge import BACKENDS
+from ..pairs import PAIR_SETS
+from ..solvers.tron import tron
+from ._base import _LinearRanker, _warn_empty
+
+__all__ = ["RankSVM"]
+
+
+class RankSVM(_LinearRanker):
+    """L2-regularised, L2-loss linear RankSVM trained by TRON (Lee & Lin 2014).
+
+    Minimises eq. 3 of Lee & Lin (2014),
+
+    .. math::
+
+        f(w) = \\tfrac12 w^T w
+            + C \\sum_{(i, j) \\in P} \\max(0, 1 - w^T (x_i - x_j))^2,
+
+    with no division by the number of pairs, so the paper's selected values
+    of ``C`` carry over.  The solver is the trust-region Newton method of
+    section 4.1 with ``w^0 = 0`` and the stopping rule
+    ``||grad f(w)|| <= tol * ||grad f(0)||`` (eq. 38).
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Loss weight (> 0).
+    loss : {"l2"}, default "l2"
+        The squared hinge; the L1 hinge is not differentiable and TRON
+        needs a gradient, as the paper explains.
+    tol : float, default 1e-3
+        ``epsilon_s`` of eq. 38.
+    max_iter : int, default 1000
+        Maximum number of Newton (outer) iterations.
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+        How the loss is evaluated; see
+        :class:`refimpl.losses.PairwiseSquaredHinge`.
+    tree_method : {"selection_tree", "avl", "direct", "prsvm"}
+        Structure of the tree backend.
+    pairs : {"all", "adjacent"}, default "all"
+        ``"adjacent"`` trains on pairs of adjacent relevance levels only
+        (section 5).
+    verbose : bool, default False
+        Print one line per TRON iteration.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    n_iter_ : int
+        Newton iterations.
+    history_ : dict of ndarray
+        Per iteration: objective ``f``, gradient norm ``gnorm``, cumulative
+        CG iterations ``cg_iter``, trust-region radius ``delta``, ``time``.
+    converged_ : bool
+    backend_ : str
+        The backend actually used (``"auto"`` resolved).
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+
+    def __init__(self, C=1.0, loss="l2", tol=1e-3, max_iter=1000,
+                 backend="auto", tree_method="selection_tree", pairs="all",
+                 verbose=False):
+        self.C = C
+        self.loss = loss
+        self.tol = tol
+        self.max_iter = max_iter
+        self.backend = backend
+        self.tree_method = tree_method
+        self.pairs = pairs
+        self.verbose = verbose
+
+    def _validate_params(self):
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        if self.loss != "l2":
+            raise DataError(
+                f"loss must be 'l2' (the squared hinge TRON needs), got {self.loss!r}"
+            )
+        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise DataError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.pairs not in PAIR_SETS:
+            raise DataError(f"pairs must be one of {PAIR_SETS}, got {self.pairs!r}")
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, which for ``C > 0`` happens only when the loss
+        gradient at ``w = 0`` vanishes.
+        """
+        reset_fitted(self)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
+        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend,
+                                    tree_method=self.tree_method,
+                                    which=self.pairs)
+        objective = L2Regularized(loss, self.C)
+        result = tron(objective, tol=self.tol, max_iter=self.max_iter,
+                      verbose=self.verbose)
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("RankSVM produced non-finite coefficients")
+        self.coef_ = result.w
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.backend_ = loss.backend
+        self.objective_ = result.history["f"][-1]
+        if not np.any(self.coef_):
+            g0 = float(self.history_["gnorm"][0])
+            _warn_empty(
+                self,
+                "no value of C empties an l2-regularised RankSVM: w = 0 is its "
+                "minimiser only when the gradient at w = 0 vanishes (the pairs' "
+                f"differences cancel); here ||grad f(0)|| = {g0:.6g}"
+                + ("" if g0 == 0 else
+                   f", so the solver stopped at w = 0 before a minimiser "
+                   f"(converged_ = {self.converged_}): check the feature scale"),
+                parameter="C", value=float(self.C))
+        return self
+
+
+def _fit_ranksvm_on(estimator, X, y, qid, selected):
+    """Second stage of GAS-E and FSMSVM: RankSVM on the columns ``selected``."""
+    svm = RankSVM(C=estimator.C).fit(X[:, selected], y, qid)
+    coef = np.zeros(X.shape[1])
+    coef[selected] = svm.coef_
+    estimator.coef_ = coef
+    estimator.selected_ = selected
+    estimator.ranksvm_ = svm
+    estimator.n_iter_ = svm.n_iter_
+    estimator.converged_ = svm.converged_
+    estimator.history_ = svm.history_
+    return estimator

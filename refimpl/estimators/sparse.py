@@ -1,0 +1,332 @@
+"""Sparse RankSVMs by accelerated proximal gradient (Laporte et al. 2014).
+
+RankSVM-l1 and the weighted lasso by one FISTA solve, the non-convex
+penalties by reweighted l1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import (
+    check_fit_input,
+    check_nonnegative,
+    check_positive,
+    reset_fitted,
+)
+from ..exceptions import DataError
+from ..losses import PairwiseSquaredHinge
+from ..losses.squared_hinge import BACKENDS
+from ..nonconvex import make_concave_penalty
+from ..penalties import L1, WeightedL1
+from ..solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
+from ..solvers.reweighted import reweighted_l1
+from ._base import (
+    _check_max_iter,
+    _grad_at_zero,
+    _l1_null_C,
+    _LinearRanker,
+    _warn_empty,
+)
+
+__all__ = ["NONCONVEX_PENALTIES", "SPARSE_PENALTIES", "SparseRankSVM"]
+
+
+def _l1_penalty(estimator, n_features):
+    """``||w||_1`` (Laporte et al. 2014, eq. 7)."""
+    return L1(1.0)
+
+
+def _weighted_l1_penalty(estimator, n_features):
+    """``sum_j beta_j |w_j|`` (Laporte et al. 2014, eq. 12) with ``beta = weights``."""
+    if estimator.weights is None:
+        raise DataError(
+            "penalty='weighted_l1' needs weights (an array of n_features "
+            "non-negative numbers), got weights=None"
+        )
+    try:
+        penalty = WeightedL1(estimator.weights)
+    except DataError as err:
+        raise DataError(f"bad weights for penalty='weighted_l1': {err}") from None
+    if penalty.n_features != n_features:
+        raise DataError(
+            f"weights must have length n_features = {n_features}, got "
+            f"{penalty.n_features}"
+        )
+    return penalty
+
+
+#: ``penalty=`` name -> factory ``(estimator, n_features) -> penalty object``
+#: for the convex penalties of :class:`SparseRankSVM` (one FISTA solve).
+SPARSE_PENALTIES = {"l1": _l1_penalty, "weighted_l1": _weighted_l1_penalty}
+#: The non-convex penalties of :class:`SparseRankSVM`, solved by reweighted l1.
+NONCONVEX_PENALTIES = ("log", "mcp", "lp", "scad")
+
+
+class SparseRankSVM(_LinearRanker):
+    """Sparse L2-loss linear RankSVM: RankSVM-l1 by FISTA, non-convex penalties by reweighted l1.
+
+    Minimises eq. 7 of Laporte, Flamary, Canu, Déjean & Mothe (2014),
+
+    .. math::
+
+        F(w) = \\|w\\|_1
+            + C \\sum_{(i, j) \\in P} \\max(0, 1 - w^T (x_i - x_j))^2,
+
+    (a sum over pairs, not a mean, so ``C`` is the paper's) or, with
+    ``penalty="weighted_l1"``, eq. 12's weighted lasso
+    ``sum_j beta_j |w_j| + C sum_P max(0, 1 - w^T(x_i - x_j))^2`` with
+    ``beta = weights``.  Solved by :func:`refimpl.solvers.apg` (their
+    Algorithm 1, with a line search instead of the fixed ``1/L``), prox =
+    soft-thresholding (eqs. 11-12), from ``w = 0``, until the gradient
+    mapping has dropped to ``tol`` times its value at 0:
+    ``||G_L(z_k)|| <= tol ||G_L(0)||``.
+
+    With ``penalty`` one of ``"log"``, ``"mcp"``, ``"lp"``, ``"scad"`` the
+    ``||w||_1`` term becomes ``sum_j g(|w_j|)`` (eq. 2 scaled by ``C``, see
+    :mod:`refimpl.nonconvex`) and the problem is solved by
+    :func:`refimpl.solvers.reweighted_l1` (Algorithm 2): a first RankSVM-l1
+    solve, then weighted-l1 solves with ``beta_j = g'(|w_j|)`` (eq. 13,
+    Table II), each warm-started at the previous solution, at most
+    ``max_outer`` of them.
+
+    Proposition 1 of the paper bounds the Lipschitz constant of the loss
+    gradient by ``sum_P ||x_i - x_j||^2``; the factor 2 of the gradient is
+    missing there (the correct Frobenius bound is ``2 C sum_P ||x_i -
+    x_j||^2``).  ``line_search="fixed"`` uses the smallest valid constant,
+    ``lambda_max`` of the Hessian at ``w = 0`` (every pair active),
+    ``2 C ||K||_2^2``.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Loss weight (> 0).
+    penalty : {"l1", "weighted_l1", "log", "mcp", "lp", "scad"}, default "l1"
+        The sparsity penalty.
+    weights : array-like of shape (n_features,), optional
+        ``beta_j >= 0`` of eq. 12; required for ``"weighted_l1"``.
+    eps : float, optional
+        Smoothing of ``"log"`` (default 0.1, the paper's) and ``"lp"``
+        (default 1e-3, see :class:`refimpl.nonconvex.LpPenalty`).
+    gamma : float, default 2.0
+        MCP concavity (the paper's).
+    p : float, default 0.5
+        Exponent of ``"lp"``.
+    a : float, default 3.7
+        SCAD shape.
+    lam : float, optional
+        The level of MCP and SCAD, where their derivative starts to fall
+        (MCP's knee is at ``gamma * lam``); default ``1 / C`` as in eq. 13
+        and Table II.
+    max_outer : int, default 30
+        Maximum number of reweighting passes (non-convex penalties).
+    tol_outer : float, default 1e-4
+        Relative change of ``w`` between passes that stops Algorithm 2.
+    warm_start : bool, default True
+        Warm-start each pass at the previous solution.
+    tol : float, default 1e-6
+        Relative gradient-mapping tolerance (> 0) of every FISTA solve.
+    max_iter : int, default 10000
+        Maximum number of FISTA iterations per solve.
+    line_search : {"backtracking", "nemirovski", "fixed"}
+        Step-size rule of :func:`refimpl.solvers.apg`.
+    accelerated : bool, default True
+        False runs ISTA (forward-backward splitting, eq. 10).
+    restart : {False, "function", "gradient"}
+        O'Donoghue-Candès adaptive restart.
+    backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
+        How the loss is evaluated; see
+        :class:`refimpl.losses.PairwiseSquaredHinge`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    n_iter_ : int
+        FISTA iterations (summed over passes for non-convex penalties).
+    n_outer_ : int
+        Reweighting passes (1 for the convex penalties).
+    history_ : dict of ndarray
+        Convex penalties: per FISTA iteration, objective ``F``, ``L``,
+        gradient-mapping norm ``gmap``, cumulative ``n_fun``, ``restart``,
+        ``time``.  Non-convex penalties: per outer iteration (entry 0 = the
+        start), the non-convex objective ``F``, ``majorizer``, ``support``,
+        ``n_inner``, ``change``, ``n_fun``, ``time``.
+    inner_history_ : list of dict of ndarray
+        The FISTA history of every pass (one entry for the convex penalties).
+    penalty_ : object
+        The penalty solved: :class:`refimpl.penalties.L1` or
+        :class:`refimpl.penalties.WeightedL1` for the convex penalties, the
+        concave penalty of :mod:`refimpl.nonconvex` otherwise.
+    converged_ : bool
+    objective_ : float
+        ``F(coef_)`` (eq. 7, eq. 12, or ``C J_1 + sum_j g(|w_j|)``).
+    lipschitz_ : float
+        The final ``L`` of the line search (or the fixed constant).
+    backend_ : str
+
+    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    Derived in: book/05_dc_reweighting.md#dc-reweighting
+    """
+
+    def __init__(self, C=1.0, penalty="l1", weights=None, eps=None, gamma=2.0,
+                 p=0.5, a=3.7, lam=None, max_outer=30, tol_outer=1e-4, warm_start=True,
+                 tol=1e-6, max_iter=10000, line_search="backtracking",
+                 accelerated=True, restart=False, backend="auto"):
+        self.C = C
+        self.penalty = penalty
+        self.weights = weights
+        self.eps = eps
+        self.gamma = gamma
+        self.p = p
+        self.a = a
+        self.lam = lam
+        self.max_outer = max_outer
+        self.tol_outer = tol_outer
+        self.warm_start = warm_start
+        self.tol = tol
+        self.max_iter = max_iter
+        self.line_search = line_search
+        self.accelerated = accelerated
+        self.restart = restart
+        self.backend = backend
+
+    def _validate_params(self):
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        _check_max_iter(self.max_iter)
+        accepted = tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES
+        if not isinstance(self.penalty, str) or self.penalty not in accepted:
+            raise DataError(
+                f"penalty must be one of {accepted}, got {self.penalty!r}"
+            )
+        if self.line_search not in LINE_SEARCHES:
+            raise DataError(
+                f"line_search must be one of {LINE_SEARCHES}, got {self.line_search!r}"
+            )
+        if self.restart not in RESTARTS:
+            raise DataError(f"restart must be one of {RESTARTS}, got {self.restart!r}")
+        for name in ("accelerated", "warm_start"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise DataError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.backend not in BACKENDS:
+            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.penalty in NONCONVEX_PENALTIES:
+            _check_max_iter(self.max_outer, "max_outer")
+            check_nonnegative(self.tol_outer, "tol_outer")
+            return make_concave_penalty(self.penalty, C=self.C, eps=self.eps, p=self.p,
+                                        gamma=self.gamma, a=self.a, lam=self.lam)
+        return None
+
+    def _problem(self, X, y, qid):
+        """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
+        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+        smooth = ScaledSmooth(loss, float(self.C))
+        penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
+        return loss, smooth, penalty
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, naming the ``C`` at or below which that happens
+        (its ``threshold``): ``min_j beta_j / |grad_j
+        L(0)|`` (``1 / ||grad L(0)||_inf`` for ``"l1"``), for the non-convex
+        penalties that of the first (l1) pass.
+        """
+        reset_fitted(self)
+        concave = self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
+        if concave is not None:
+            return self._fit_reweighted(X, y, qid, concave)
+        loss, smooth, penalty = self._problem(X, y, qid)
+        L0 = None
+        if self.line_search in ("fixed", "nemirovski"):
+            L0 = lipschitz_constant(smooth)
+            if L0 == 0:
+                L0 = 1.0
+        result = apg(smooth, penalty, L0=L0, line_search=self.line_search,
+                     restart=self.restart, accelerated=bool(self.accelerated),
+                     tol=float(self.tol), stop="gradient_mapping",
+                     max_iter=int(self.max_iter))
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
+        self.coef_ = result.w
+        self.n_iter_ = result.n_iter
+        self.n_outer_ = 1
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.inner_history_ = [self.history_]
+        self.objective_ = float(result.history["F"][-1])
+        self.lipschitz_ = float(result.history["L"][-1])
+        self.penalty_ = penalty
+        self.backend_ = loss.backend
+        if not np.any(self.coef_):
+            beta = getattr(penalty, "weights", None) if self.penalty != "l1" else None
+            self._warn_empty_C(_l1_null_C(_grad_at_zero(loss), beta),
+                               "min_j beta_j / |grad_j L(0)|" if beta is not None
+                               else "1 / ||grad L(0)||_inf", stacklevel=4)
+        return self
+
+    def _warn_empty_C(self, threshold, formula, fixed=None, stacklevel=5):
+        """Warn that ``coef_ = 0``, with the ``C`` at or below which it must be.
+
+        ``fixed`` (non-convex penalties): the largest ``C`` for which
+        ``w = 0`` is a fixed point of the reweighting, ``min_j g'(0) /
+        |grad_j L(0)|``; between ``threshold`` and ``fixed`` the first pass
+        finds a model and later passes may remove it.
+        """
+        C = float(self.C)
+        if math.isinf(threshold):
+            detail = ("the gradient of the loss at w = 0 is zero, so no C gives a "
+                      "non-zero weight")
+        else:
+            detail = f"every weight vanishes for C <= {threshold:.6g} (= {formula})"
+            if fixed is not None:
+                detail += (" in the first (l1) pass, and w = 0 is a fixed point of "
+                           f"the reweighting for C <= {fixed:.6g} (= min_j g'(0) / "
+                           "|grad_j L(0)|)")
+            if C <= threshold:
+                detail += "; choose C above it"
+            elif fixed is not None and C <= fixed:
+                detail += (f"; the reweighting passes removed every feature: choose "
+                           f"C above {fixed:.6g}")
+            else:
+                detail += (f"; C is above it, yet the fit ended at w = 0 (converged_"
+                           f" = {self.converged_})")
+        _warn_empty(self, f"penalty={self.penalty!r}, C={self.C!r}: {detail}",
+                    parameter="C", value=C, threshold=threshold,
+                    stacklevel=stacklevel)
+
+    def _fit_reweighted(self, X, y, qid, concave):
+        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+        smooth = ScaledSmooth(loss, float(self.C))
+        if self.line_search == "fixed":
+            # the reweighting passes share f, so one constant serves them all
+            raise DataError("line_search='fixed' is not supported with non-convex "
+                            "penalties; use 'backtracking' or 'nemirovski'")
+        result = reweighted_l1(smooth, concave, max_outer=int(self.max_outer),
+                               tol_outer=float(self.tol_outer),
+                               warm_start=bool(self.warm_start), tol=float(self.tol),
+                               max_iter=int(self.max_iter),
+                               line_search=self.line_search,
+                               accelerated=bool(self.accelerated),
+                               restart=self.restart)
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
+        self.coef_ = result.w
+        self.inner_history_ = result.details["inner"]
+        self.n_iter_ = int(sum(h["F"].size - 1 for h in self.inner_history_))
+        self.n_outer_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["F"][-1])
+        self.lipschitz_ = float(self.inner_history_[-1]["L"][-1])
+        self.penalty_ = concave
+        self.backend_ = loss.backend
+        if not np.any(self.coef_):
+            g = _grad_at_zero(loss)
+            fixed = _l1_null_C(g, concave.weights(np.zeros(loss.n_features)))
+            self._warn_empty_C(_l1_null_C(g), "1 / ||grad L(0)||_inf", fixed)
+        return self
