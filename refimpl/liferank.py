@@ -4,11 +4,11 @@ LifeRank looks for a transformation ``T`` (``n x k``, orthonormal columns)
 and weights ``w`` (``k``) minimising a pairwise logistic loss of the scores
 ``X T w`` (their eq. 5).  This module implements, as the book derives them:
 
-* :class:`PairwiseLogistic` -- the loss ``(1/p) sum_P log(1 + exp(-(x_i -
+* :class:`refimpl.losses.PairwiseLogistic` -- the loss ``(1/p) sum_P log(1 + exp(-(x_i -
   x_j)^T v))`` over the preference pairs ``P`` and its gradient, through a
   numba kernel on document scores (``d loss / d s``, then ``X^T``), never
   building the ``p x n`` pair matrix;
-* :class:`LifeRankObjective` -- eq. 5 without ``b``, its gradients (eq. 7),
+* :class:`refimpl.losses.LifeRankObjective` -- eq. 5 without ``b``, its gradients (eq. 7),
   the orthonormality constraints in the paper's signs and the Lagrangian
   (eq. 6), as a problem for :func:`refimpl.solvers.bdmm` (eq. 8);
 * the Stiefel-manifold alternative that keeps ``T^T T = I`` exactly
@@ -54,8 +54,9 @@ from ._validation import (
 )
 from .exceptions import DataError
 from .fsmrank import feature_ndcg
-from .kernels import logistic as _k
-from .pairs import preference_pairs, query_sign_grams
+from .losses.liferank import LifeRankObjective  # noqa: F401  (re-export: objectives live in losses/)
+from .losses.logistic import LOSS_BACKENDS, PairwiseLogistic  # noqa: F401  (re-export)
+from .pairs import query_sign_grams
 from .solvers._finite import (
     NonFiniteError,
     check_finite,
@@ -68,12 +69,9 @@ from .solvers.bdmm import UPDATES, BDMMResult, bdmm
 __all__ = [
     "CONSTRAINTS",
     "INITS",
-    "LOSS_BACKENDS",
     "RETRACTIONS",
     "LifeRank",
-    "LifeRankObjective",
     "LifeRankResult",
-    "PairwiseLogistic",
     "feature_importance",
     "feature_redundancy",
     "fit_weights",
@@ -95,114 +93,8 @@ RETRACTIONS = ("polar", "qr")
 #: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
 INITS = ("random", "orthonormal", "uniform")
 
-#: Implementations of the pairwise logistic loss (see :class:`PairwiseLogistic`).
-LOSS_BACKENDS = ("numba", "direct", "numpy")
-
 #: Similarity of two rankings in :func:`rank_similarity`.
 TAU_VARIANTS = ("b", "eq10")
-
-
-# --------------------------------------------------------------------------
-# The loss
-# --------------------------------------------------------------------------
-
-
-class PairwiseLogistic:
-    r"""Mean pairwise logistic loss ``(1/p) sum_P log(1 + exp(-(x_i - x_j)^T v))``.
-
-    ``P = {(i, j) : q_i = q_j, y_i > y_j}``, ``p = |P|``; this is the loss
-    part of LifeRank's eq. 5 as a function of ``v = T w`` (divided by its
-    number of pairs, see the module docstring), and the loss of a linear
-    RankNet.  Its gradient is ``X^T ds`` with ``ds = d loss / d s`` at the
-    scores ``s = X v``: ``ds_i = -(1/p) sum_{(i,j) in P} sigma(-(s_i - s_j))
-    + (1/p) sum_{(j,i) in P} sigma(-(s_j - s_i))``.
-
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (m, n)
-    y : array-like of shape (m,)
-    qid : array-like of shape (m,), optional
-    normalize : bool, default True
-        Divide by ``p``; ``False`` gives the sum of eq. 5.
-    backend : {"numba", "direct", "numpy"}, default "numba"
-        ``"numba"``: one O(p) loop over the pair index arrays with one
-        exponential per document (``refimpl.kernels.logistic.value_ds``);
-        ``"direct"``: the same loop with one exponential and one logarithm
-        per pair (``value_ds_direct``); ``"numpy"``: the vectorised
-        reference (``logaddexp`` and ``bincount`` on the same index arrays).
-
-    Notes
-    -----
-    Cached state: :meth:`fun` stores ``v`` and ``ds``; :meth:`grad` at the
-    same ``v`` reuses them.
-
-    Derived in: book/06_liferank_bdmm.md#liferank
-    """
-
-    def __init__(self, X, y, qid=None, *, normalize=True, backend="numba"):
-        self.X, self.y, self.groups = check_ranking_data(X, y, qid)
-        if backend not in LOSS_BACKENDS:
-            raise DataError(f"backend must be one of {LOSS_BACKENDS}, got {backend!r}")
-        self.backend = backend
-        self.pairs = preference_pairs(self.y, qid)
-        self.n_pairs = len(self.pairs)
-        self.scale = 1.0 / self.n_pairs if normalize else 1.0
-        self.normalize = bool(normalize)
-        self._ds = np.empty(self.X.shape[0])
-        self._a = np.empty(self.X.shape[0])
-        self._v = None
-        self._value = None
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
-
-    def _check_v(self, v):
-        v = np.asarray(v, dtype=np.float64)
-        if v.shape != (self.n_features,):
-            raise DataError(f"v must have shape ({self.n_features},), got {v.shape}")
-        return v
-
-    def scores(self, v) -> np.ndarray:
-        """Document scores ``X v``."""
-        return np.asarray(self.X @ self._check_v(v), dtype=np.float64).ravel()
-
-    def value_ds(self, s):
-        """Unscaled sum over ``P`` and ``d sum / d s`` at scores ``s``."""
-        pi, pj = self.pairs.i, self.pairs.j
-        s = np.ascontiguousarray(s, dtype=np.float64)
-        if self.backend == "numba":
-            value = _k.value_ds(s, self.groups.order, self.groups.indptr, pi, pj,
-                                self._a, self._ds)
-            return float(value), self._ds
-        if self.backend == "direct":
-            value = _k.value_ds_direct(s, pi, pj, self._ds)
-            return float(value), self._ds
-        m = s[pi] - s[pj]
-        g = np.exp(-np.logaddexp(0.0, m))          # sigma(-m) without overflow
-        n = len(s)
-        ds = np.bincount(pj, g, n) - np.bincount(pi, g, n)
-        return float(np.logaddexp(0.0, -m).sum()), ds
-
-    def fun(self, v) -> float:
-        """Loss value at ``v``; caches ``d loss / d s``."""
-        v = self._check_v(v)
-        value, ds = self.value_ds(self.scores(v))
-        self._v = v.copy()
-        self._value = self.scale * value
-        self._ds = ds
-        return self._value
-
-    def grad(self, v) -> np.ndarray:
-        """``X^T ds``, the gradient at ``v`` (recomputed if ``v`` changed)."""
-        v = self._check_v(v)
-        if self._v is None or not np.array_equal(v, self._v):
-            self.fun(v)
-        return self.scale * np.asarray(self.X.T @ self._ds).ravel()
-
-    def value_grad(self, v):
-        """``(fun(v), grad(v))``."""
-        return self.fun(v), self.grad(v)
 
 
 # --------------------------------------------------------------------------
@@ -219,154 +111,6 @@ def orthonormality_error(T) -> float:
     if T.ndim != 2:
         raise DataError(f"T must be a matrix, got shape {T.shape}")
     return float(np.linalg.norm(T.T @ T - np.eye(T.shape[1])))
-
-
-class LifeRankObjective:
-    r"""LifeRank's eq. 5 without ``b`` and the pieces of its Lagrangian (eq. 6).
-
-    With ``v = T w``,
-
-    .. math::
-
-        F(T, w) = \ell(T w) + \frac{\lambda}{2}\|w\|^2, \qquad
-        \nabla_w F = T^T \nabla\ell(v) + \lambda w, \qquad
-        \nabla_T F = \nabla\ell(v)\, w^T ,
-
-    the matrix form of eq. 7 (column ``l`` of ``nabla_T F`` is ``w_l
-    nabla ell``).  The constraints in the paper's signs are ``c_ij =
-    t_i^T t_j`` (``i != j``) and ``c_ii = 1 - t_i^T t_i``, so
-    ``||c|| = ||T^T T - I||_F`` and, for multipliers ``A = (alpha_ij)``,
-    ``nabla_T sum_ij alpha_ij c_ij = T M`` with ``M = A + A^T`` off the
-    diagonal and ``M_ll = -2 alpha_ll`` (the constraint part of eq. 7).
-
-    As a problem for :func:`refimpl.solvers.bdmm` the variables are
-    flattened, ``x = [vec(T); w]`` (``T`` row-major), and the multipliers
-    are ``vec(A)``.
-
-    Parameters
-    ----------
-    loss : PairwiseLogistic
-        Or any object with ``fun(v)``, ``grad(v)`` and ``n_features``.
-    n_components : int
-        ``k``, ``1 <= k <= n``.
-    lam : float
-        ``lambda >= 0`` of the l2 term.
-
-    Notes
-    -----
-    Cached state: :meth:`fun` stores ``x``, the loss value and ``nabla
-    ell(v)``; :meth:`grad` at the same ``x`` reuses them.
-
-    Derived in: book/06_liferank_bdmm.md#liferank
-    """
-
-    def __init__(self, loss, n_components, lam):
-        n = int(loss.n_features)
-        if isinstance(n_components, bool) or not isinstance(
-                n_components, (int, np.integer)) or not 1 <= n_components <= n:
-            raise DataError(
-                f"n_components must be an integer in [1, {n}] (orthonormal "
-                f"columns need k <= n_features), got {n_components!r}"
-            )
-        self.loss = loss
-        self.n = n
-        self.k = int(n_components)
-        self.lam = check_nonnegative(lam, "lam")
-        self._x = None
-        self._G = None
-        self.last_loss = None
-
-    @property
-    def n_features(self) -> int:
-        """Length of the flat variable ``x = [vec(T); w]``."""
-        return self.n * self.k + self.k
-
-    @property
-    def n_constraints(self) -> int:
-        return self.k * self.k
-
-    def pack(self, T, w) -> np.ndarray:
-        """``x = [vec(T); w]``."""
-        T = np.asarray(T, dtype=np.float64)
-        w = np.asarray(w, dtype=np.float64)
-        if T.shape != (self.n, self.k) or w.shape != (self.k,):
-            raise DataError(
-                f"T must have shape ({self.n}, {self.k}) and w ({self.k},), got "
-                f"{T.shape} and {w.shape}"
-            )
-        return np.concatenate([T.ravel(), w])
-
-    def unpack(self, x):
-        """``(T, w)`` from ``x`` (views)."""
-        x = np.asarray(x, dtype=np.float64)
-        if x.shape != (self.n_features,):
-            raise DataError(f"x must have shape ({self.n_features},), got {x.shape}")
-        return x[: self.n * self.k].reshape(self.n, self.k), x[self.n * self.k:]
-
-    # -- value and gradients ------------------------------------------------
-
-    def value_and_grads(self, T, w):
-        """``(F, nabla_T F, nabla_w F)`` at ``(T, w)`` (eq. 7 without ``b``)."""
-        T = np.asarray(T, dtype=np.float64)
-        w = np.asarray(w, dtype=np.float64)
-        v = T @ w
-        loss = float(self.loss.fun(v))
-        G = np.asarray(self.loss.grad(v), dtype=np.float64)
-        self.last_loss = loss
-        F = loss + 0.5 * self.lam * float(w @ w)
-        return F, np.outer(G, w), T.T @ G + self.lam * w
-
-    def fun(self, x) -> float:
-        """``F(T, w)``; caches the loss gradient at ``v = T w``."""
-        T, w = self.unpack(x)
-        v = T @ w
-        loss = float(self.loss.fun(v))
-        self._G = np.asarray(self.loss.grad(v), dtype=np.float64)
-        self._x = np.array(x, dtype=np.float64, copy=True)
-        self.last_loss = loss
-        return loss + 0.5 * self.lam * float(w @ w)
-
-    def grad(self, x) -> np.ndarray:
-        """``[vec(nabla_T F); nabla_w F]``."""
-        x = np.asarray(x, dtype=np.float64)
-        if self._x is None or not np.array_equal(x, self._x):
-            self.fun(x)
-        T, w = self.unpack(x)
-        return np.concatenate([np.outer(self._G, w).ravel(),
-                               T.T @ self._G + self.lam * w])
-
-    # -- constraints ----------------------------------------------------------
-
-    def constraint(self, x) -> np.ndarray:
-        """``vec(c)``: ``t_i^T t_j`` off the diagonal, ``1 - t_i^T t_i`` on it."""
-        T, _ = self.unpack(x)
-        C = T.T @ T
-        d = np.diag_indices(self.k)
-        C[d] = 1.0 - C[d]
-        return C.ravel()
-
-    def multiplier_matrix_grad(self, T, A) -> np.ndarray:
-        """``nabla_T sum_ij alpha_ij c_ij = T M`` (the constraint part of eq. 7)."""
-        A = np.asarray(A, dtype=np.float64).reshape(self.k, self.k)
-        M = A + A.T
-        d = np.diag_indices(self.k)
-        M[d] = -2.0 * np.diag(A)
-        return np.asarray(T) @ M
-
-    def constraint_vjp(self, x, u) -> np.ndarray:
-        """``J_c(x)^T u``: ``[vec(T M(u)); 0]``."""
-        T, _ = self.unpack(x)
-        return np.concatenate([self.multiplier_matrix_grad(T, u).ravel(),
-                               np.zeros(self.k)])
-
-    def lagrangian(self, T, w, A) -> float:
-        """Eq. 6 without ``b``.
-
-        ``F + sum_{i != j} alpha_ij t_i^T t_j + sum_i alpha_ii (1 - t_i^T t_i)``.
-        """
-        x = self.pack(T, w)
-        A = np.asarray(A, dtype=np.float64).ravel()
-        return self.fun(x) + float(A @ self.constraint(x))
 
 
 # --------------------------------------------------------------------------

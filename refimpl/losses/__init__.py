@@ -1,7 +1,26 @@
-"""Smooth ranking losses: one object per loss, several computational backends."""
+"""Every objective of the book: one object per loss, several computational backends.
+
+All share ``refimpl.losses._base.CachedObjective`` (the shape check of
+``w`` and the last-``fun`` cache) and offer the solvers the
+:class:`SmoothObjective` protocol.
+"""
 
 from ._protocol import SmoothObjective
+from .liferank import LifeRankObjective
+from .lifted import FSMRankSmooth, LiftedLoss
+from .logistic import LOSS_BACKENDS, PairwiseLogistic
 from .regularized import L2Regularized
+from .scaled import ScaledSmooth
 from .squared_hinge import PairwiseSquaredHinge
 
-__all__ = ["L2Regularized", "PairwiseSquaredHinge", "SmoothObjective"]
+__all__ = [
+    "LOSS_BACKENDS",
+    "FSMRankSmooth",
+    "L2Regularized",
+    "LifeRankObjective",
+    "LiftedLoss",
+    "PairwiseLogistic",
+    "PairwiseSquaredHinge",
+    "ScaledSmooth",
+    "SmoothObjective",
+]

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_positive
-from ..exceptions import DataError
+from ._base import CachedObjective
 
 
-class L2Regularized:
+class L2Regularized(CachedObjective):
     r"""``f(w) = w^T w / 2 + C loss(w)``, with gradient and Hessian-vector product.
 
     Lee & Lin (2014): the objective eq. 3 (eq. 9 with the pair matrix), the
@@ -68,14 +68,6 @@ class L2Regularized:
         """Number of coefficients ``d``."""
         return int(self.loss.n_features)
 
-    def _check_w(self, w, name="w"):
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != (self.n_features,):
-            raise DataError(
-                f"{name} must have shape ({self.n_features},), got {w.shape}"
-            )
-        return w
-
     def fun(self, w) -> float:
         """Objective value ``w^T w / 2 + C loss(w)``; caches the state at ``w``."""
         w = self._check_w(w)
@@ -86,7 +78,7 @@ class L2Regularized:
     def grad(self, w) -> np.ndarray:
         """Gradient ``w + C grad loss(w)`` (Lee & Lin eq. 10)."""
         w = self._check_w(w)
-        if self._w is None or not np.array_equal(w, self._w):
+        if not self._cached_at(w):
             self.fun(w)
         return w + self.C * np.asarray(self.loss.grad(w), dtype=np.float64)
 
@@ -95,11 +87,6 @@ class L2Regularized:
 
         Uses the state of the last :meth:`fun`.
         """
-        if self._w is None:
-            raise RuntimeError("call fun(w) before hess_vec(s)")
+        self._require_fun()
         s = self._check_w(s, "s")
         return s + self.C * np.asarray(self.loss.hess_vec(s), dtype=np.float64)
-
-    def value_grad(self, w):
-        """``(fun(w), grad(w))`` in one call."""
-        return self.fun(w), self.grad(w)

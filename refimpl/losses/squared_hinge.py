@@ -24,6 +24,7 @@ from .._validation import check_positive, check_ranking_data
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, pair_counts, preference_pairs
+from ._base import CachedObjective
 from ._tree_backend import _TreeBackend
 
 BACKENDS = ("auto", "pairs", "numpy", "tree")
@@ -139,7 +140,7 @@ def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
     return "tree"
 
 
-class PairwiseSquaredHinge:
+class PairwiseSquaredHinge(CachedObjective):
     """Pairwise squared hinge loss with value, gradient and Hessian-vector product.
 
     Parameters
@@ -232,14 +233,6 @@ class PairwiseSquaredHinge:
     def n_features(self) -> int:
         return self.X.shape[1]
 
-    def _check_w(self, w):
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != (self.n_features,):
-            raise DataError(
-                f"w must have shape ({self.n_features},), got {w.shape}"
-            )
-        return w
-
     def scores(self, w) -> np.ndarray:
         """Document scores ``X w``."""
         return np.asarray(self.X @ self._check_w(w), dtype=np.float64).ravel()
@@ -256,22 +249,17 @@ class PairwiseSquaredHinge:
     def grad(self, w) -> np.ndarray:
         """Gradient ``-2 s sum_{SV} r_ij (x_i - x_j)`` (Lee & Lin eq. 10)."""
         w = self._check_w(w)
-        if self._w is None or not np.array_equal(w, self._w):
+        if not self._cached_at(w):
             self.fun(w)
         return self.scale * np.asarray(self.X.T @ self._dz).ravel()
-
-    def value_grad(self, w):
-        """``(fun(w), grad(w))`` in one call."""
-        return self.fun(w), self.grad(w)
 
     def hess_vec(self, s) -> np.ndarray:
         """Generalised Hessian times ``s``: ``2 s sum_{SV} (x_i-x_j)(x_i-x_j)^T s``.
 
         Uses the active set of the last :meth:`fun` (Lee & Lin 2014, eq. 11).
         """
-        if self._w is None:
-            raise RuntimeError("call fun(w) before hess_vec(s)")
-        s = self._check_w(s)
+        self._require_fun()
+        s = self._check_w(s, "s")
         t = self.scores(s)
         return self.scale * np.asarray(self.X.T @ self._impl.hess_dz(t)).ravel()
 

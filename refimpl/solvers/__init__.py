@@ -10,9 +10,10 @@ gap, step) raises :class:`NonFiniteError`, naming the likely cause (the scale
 of the features) and the remedy; it never reports convergence then.
 """
 
+from ..losses.scaled import ScaledSmooth  # noqa: F401  (re-export: objectives live in losses/)
 from ._finite import NonFiniteError
 from ._result import SolverResult
-from .apg import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
+from .apg import apg, hessian_matrix, lipschitz_constant
 from .bdmm import BDMMResult, bdmm
 from .fenchelrank import fenchelrank
 from .reweighted import dc_stationarity, reweighted_l1
@@ -22,7 +23,6 @@ from .tron import tron
 __all__ = [
     "BDMMResult",
     "NonFiniteError",
-    "ScaledSmooth",
     "SolverResult",
     "apg",
     "bdmm",
