@@ -2,9 +2,14 @@
 
 Each public function and class of refimpl carries ``Derived in:
 book/<chapter>.md#<label>`` (STYLE.md (b) 5); this test checks that the chapter
-exists and defines the MyST label ``(<label>)=``.
+exists and defines the section-level MyST target ``(<label>)=`` on a line of its
+own (a label merely mentioned in the text does not count).  And every
+``{literalinclude}`` of the book names a file that exists, a ``:pyobject:``
+defined in it, and ``:start-at:`` / ``:end-at:`` / ``:end-before:`` text found
+in it, so that moving code cannot silently empty a listing.
 """
 
+import ast
 import inspect
 import re
 from pathlib import Path
@@ -26,6 +31,7 @@ MODULES = [
     refimpl.solvers,
     refimpl.sv_stats,
     refimpl.estimators,
+    refimpl.estimators.baselines,
     refimpl.penalties,
     refimpl.fsmrank,
     refimpl.nonconvex,
@@ -64,7 +70,61 @@ def test_docstring_links_to_an_existing_label(name):
     for path, label in links:
         chapter = ROOT / path
         assert chapter.exists(), f"{name}: {path} does not exist"
-        assert f"({label})=" in chapter.read_text(), f"{name}: no label {label} in {path}"
+        assert label in section_labels(chapter), f"{name}: no label ({label})= in {path}"
+
+
+def section_labels(chapter):
+    """The MyST targets ``(label)=`` of a chapter, each on a line of its own."""
+    return set(re.findall(r"^\(([\w-]+)\)=\s*$", chapter.read_text(), flags=re.MULTILINE))
+
+
+INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n((?::[\w-]+:.*\n)*)", re.MULTILINE)
+
+
+def literal_includes():
+    for chapter in sorted((ROOT / "book").glob("*.md")):
+        for m in INCLUDE.finditer(chapter.read_text()):
+            options = dict(re.findall(r"^:([\w-]+):\s*(.*)$", m.group(2), flags=re.MULTILINE))
+            yield f"{chapter.name}:{m.group(1)}:{options.get('pyobject', '')}", m.group(1), options
+
+
+def defined_names(source):
+    """Dotted names of the classes, functions and methods a module defines."""
+    names = set()
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(prefix + child.name)
+                visit(child, prefix + child.name + ".")
+
+    visit(ast.parse(source), "")
+    return names
+
+
+INCLUDES = {key: (path, options) for key, path, options in literal_includes()}
+
+
+@pytest.mark.parametrize("key", sorted(INCLUDES))
+def test_literalinclude_resolves(key):
+    path, options = INCLUDES[key]
+    target = ROOT / path.lstrip("/")
+    assert target.exists(), f"{key}: {path} does not exist"
+    source = target.read_text()
+    if "pyobject" in options:
+        assert options["pyobject"] in defined_names(source), (
+            f"{key}: {options['pyobject']} is not defined in {path}")
+    for option in ("start-at", "start-after", "end-at", "end-before"):
+        if option in options:
+            text = options[option].strip()
+            if len(text) >= 2 and text[0] == text[-1] == '"':
+                text = text[1:-1]
+            assert text in source, f"{key}: {option} text {text!r} not in {path}"
+
+
+def test_literalincludes_found():
+    # the pattern above must keep matching the book's listings
+    assert len(INCLUDES) >= 5
 
 
 def test_every_chapter_in_toc_exists():
