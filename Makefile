@@ -68,7 +68,7 @@ test: install
 # processors OPENBLAS_CORETYPE is set there on purpose.  Each run prints the
 # kernel OpenBLAS reports, since an unknown or unsupported name falls back.
 BLAS_CORETYPES ?= Haswell Sandybridge Prescott
-BLAS_KERNEL := $(BIN)/python -c 'from threadpoolctl import threadpool_info as t; \
+BLAS_KERNEL := $(BIN)/python -c 'import numpy; from threadpoolctl import threadpool_info as t; \
 	print("OpenBLAS kernel:", *{i.get("architecture") for i in t() if i["user_api"] == "blas"})'
 blas_env = $(if $(filter default,$(1)),env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE,env OPENBLAS_CORETYPE=$(1))
 
