@@ -17,7 +17,8 @@ and weights ``w`` (``k``) minimising a pairwise logistic loss of the scores
   ``"stiefel"`` and ``"none"`` (LifeRank^NO of Table 5);
 * the feature-quality measures of section 5.4.2 (:func:`feature_importance`,
   :func:`rank_similarity`, :func:`feature_redundancy`);
-* the scikit-learn transformer :class:`LifeRank`.
+* the scikit-learn transformer :class:`~refimpl.estimators.LifeRank` (defined in
+  :mod:`refimpl.estimators.liferank`, importable from here).
 
 Choices where the paper is silent or inconsistent, argued in the chapter:
 the loss is a *mean* over the preference pairs ``P = {(i, j): q_i = q_j,
@@ -39,18 +40,12 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
-    check_fit_input,
     check_nonnegative,
     check_positive,
-    check_ranking_data,
     check_X,
-    reset_fitted,
-    validate_X,
 )
 from .exceptions import DataError
 from .fsmrank import feature_ndcg
@@ -58,10 +53,7 @@ from .losses.liferank import LifeRankObjective  # noqa: F401  (re-export: object
 from .losses.logistic import LOSS_BACKENDS, PairwiseLogistic  # noqa: F401  (re-export)
 from .pairs import query_sign_grams
 from .solvers._finite import (
-    NonFiniteError,
     check_finite,
-    check_predictions,
-    nonfinite_message,
     safe_norm,
 )
 from .solvers.bdmm import UPDATES, BDMMResult, bdmm
@@ -70,7 +62,7 @@ __all__ = [
     "CONSTRAINTS",
     "INITS",
     "RETRACTIONS",
-    "LifeRank",
+    "LifeRank",  # noqa: F822  (lazy re-export, see __getattr__)
     "LifeRankResult",
     "feature_importance",
     "feature_redundancy",
@@ -511,172 +503,13 @@ def feature_redundancy(X, qid=None, *, tau="b") -> float:
 
 
 # --------------------------------------------------------------------------
-# The estimator
+# The estimator lives in refimpl.estimators.liferank
 # --------------------------------------------------------------------------
 
 
-class LifeRank(TransformerMixin, BaseEstimator):
-    r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
-
-    ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
-    ``w`` by :func:`liferank_solve` on eq. 5 (mean pairwise logistic loss over
-    the preference pairs, ``(lam/2) ||w||^2``, no ``b``); ``transform(X)``
-    returns the extracted features ``X T`` (Phase II, Algorithm 1 line 10);
-    ``predict(X)`` the scores ``X T w`` of LifeRank's own ranker.  As in the
-    paper, ``w`` starts at all ones; ``T`` starts at i.i.d. ``N(0, 1/n)``
-    entries (``init="random"``), their polar factor (``"orthonormal"``) or
-    i.i.d. ``U[0, 1/sqrt(n))`` entries (``"uniform"``; the paper only says
-    "random, as in matrix factorisation").
-
-    Parameters
-    ----------
-    n_components : int, default 10
-        ``k``, at most the number of features.
-    lam : float, default 1e-3
-        ``lambda >= 0`` (per pair: ``lambda_paper = 2 p lam``).
-    lr : float, default 0.1
-        Step ``eta`` of eq. 8 for ``T`` and ``w``.
-    max_iter : int, default 1000
-    constraint : {"bdmm", "stiefel", "none"}, default "bdmm"
-        See :func:`liferank_solve`.
-    lr_multiplier : float, optional
-        Step of the multipliers (default ``lr``, as eq. 8).
-    damping : float, default 1.0
-        Platt & Barr's MDMM penalty ``mu`` (``constraint="bdmm"`` only).
-        ``damping=0`` is the paper's BDMM exactly; on LifeRank its
-        constraint violation oscillates without decaying (the columns of
-        ``T`` the loss does not see have no restoring force), so the default
-        damps it.
-    update : {"alternating", "simultaneous"}, default "alternating"
-    retraction : {"polar", "qr"}, default "polar"
-    init : {"random", "orthonormal", "uniform"}, default "random"
-    tol : float, default 1e-4
-        Relative stationarity tolerance of :func:`liferank_solve`.
-    constraint_tol : float, default 1e-3
-    seed : int or None, default 0
-        Seed of ``np.random.default_rng`` for ``T``'s start.
-
-    Attributes
-    ----------
-    components_ : ndarray of shape (n_features, n_components)
-        ``T`` (note: the transpose of PCA's ``components_`` layout).
-    coef_ : ndarray of shape (n_components,)
-        ``w``.
-    multipliers_ : ndarray of shape (n_components, n_components)
-        ``A`` of eq. 6 (zeros unless ``constraint="bdmm"``).
-    orthonormality_error_ : float
-        ``||T^T T - I||_F`` of the returned ``T``.
-    n_iter_ : int
-    converged_ : bool
-    history_ : dict of ndarray
-        ``f``, ``loss``, ``lagrangian``, ``violation``, ``grad_norm``,
-        ``multiplier_norm``, ``time`` per iterate.
-    objective_ : float
-        Eq. 5 (without ``b``) at the returned ``(T, w)``.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` was a data frame with string column names;
-        ``transform`` and ``predict`` then require the same names in the
-        same order.
-
-    Derived in: book/06_liferank_bdmm.md#liferank
-    """
-
-    def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
-                 constraint="bdmm", lr_multiplier=None, damping=1.0,
-                 update="alternating", retraction="polar", init="random",
-                 tol=1e-4, constraint_tol=1e-3, seed=0):
-        self.n_components = n_components
-        self.lam = lam
-        self.lr = lr
-        self.max_iter = max_iter
-        self.constraint = constraint
-        self.lr_multiplier = lr_multiplier
-        self.damping = damping
-        self.update = update
-        self.retraction = retraction
-        self.init = init
-        self.tol = tol
-        self.constraint_tol = constraint_tol
-        self.seed = seed
-
-    def _validate_params(self):
-        check_nonnegative(self.lam, "lam")
-        check_positive(self.lr, "lr")
-        if self.lr_multiplier is not None:
-            check_positive(self.lr_multiplier, "lr_multiplier")
-        check_nonnegative(self.damping, "damping")
-        check_nonnegative(self.tol, "tol")
-        check_nonnegative(self.constraint_tol, "constraint_tol")
-        _check_int(self.max_iter, "max_iter", 1)
-        for name, allowed in (("constraint", CONSTRAINTS), ("update", UPDATES),
-                              ("retraction", RETRACTIONS), ("init", INITS)):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                raise DataError(f"{name} must be one of {allowed}, got {value!r}")
-
-    def _initial_T(self, n, k):
-        rng = np.random.default_rng(self.seed)
-        if self.init == "uniform":
-            return rng.uniform(0.0, 1.0, size=(n, k)) / math.sqrt(n)
-        T0 = rng.standard_normal((n, k)) / math.sqrt(n)
-        if self.init == "orthonormal":
-            T0 = stiefel_retraction(T0, "polar")
-        return T0
-
-    def fit(self, X, y, qid=None):
-        """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``.
-
-        Attributes of a previous fit are deleted first; ``X`` is checked as
-        scikit-learn does (see ``refimpl._validation.validate_X``).
-        """
-        reset_fitted(self)
-        self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        loss = PairwiseLogistic(X, y, qid)
-        objective = LifeRankObjective(loss, self.n_components, self.lam)
-        n, k = objective.n, objective.k
-        result = liferank_solve(
-            objective, self._initial_T(n, k), np.ones(k),
-            constraint=self.constraint, lr=self.lr,
-            lr_multiplier=self.lr_multiplier, damping=self.damping,
-            update=self.update, retraction=self.retraction,
-            max_iter=int(self.max_iter), tol=self.tol,
-            constraint_tol=self.constraint_tol)
-        if (result.message.startswith("diverged")
-                or not (np.all(np.isfinite(result.T))
-                        and np.all(np.isfinite(result.w)))):
-            raise NonFiniteError(nonfinite_message(
-                "LifeRank", "an iterate (T, w), its objective or gradient", None,
-                objective,
-                f"({result.message}; lower lr"
-                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-                + " if X is of order 1)"))
-        self.components_ = result.T
-        self.coef_ = result.w
-        self.multipliers_ = result.multipliers
-        self.orthonormality_error_ = orthonormality_error(result.T)
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.history_ = result.as_arrays()
-        self.objective_ = float(result.history["f"][-1])
-        return self
-
-    def fit_transform(self, X, y, qid=None):
-        """``fit(X, y, qid).transform(X)``."""
-        return self.fit(X, y, qid).transform(X)
-
-    def _check_input(self, X):
-        check_is_fitted(self, "components_")
-        return validate_X(self, X, reset=False)
-
-    def transform(self, X):
-        """The extracted features ``X T`` (shape ``(m, n_components)``)."""
-        X = self._check_input(X)
-        return np.asarray(X @ self.components_)
-
-    def predict(self, X):
-        """LifeRank's own scores ``X T w``."""
-        X = self._check_input(X)
-        v = self.components_ @ self.coef_
-        return check_predictions(np.asarray(X @ v).ravel(), "LifeRank", X, v)
+def __getattr__(name):
+    # Lazy, because refimpl.estimators.liferank imports this module.
+    if name == "LifeRank":
+        from .estimators.liferank import LifeRank
+        return LifeRank
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
