@@ -255,8 +255,9 @@ def test_w_step_matches_cvxpy_with_intercept_zero():
     lam = 0.05
     obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 3, lam)
     T = stiefel_retraction(np.random.default_rng(7).normal(size=(obj.n, 3)))
-    w, n_iter, ok = fit_weights(obj, T, np.ones(3), lr=1.0, tol=1e-11)
-    assert ok
+    res = fit_weights(obj, T, np.ones(3), lr=1.0, tol=1e-11)
+    assert res.converged
+    w = res.w
     # eq. 5 as printed: ordered pairs (both orientations, y = +-1) and b
     Kmat = pair_difference_matrix(X, y, qid) @ T
     p = len(Kmat)

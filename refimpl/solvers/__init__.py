@@ -16,22 +16,30 @@ from ._result import SolverResult
 from .apg import apg, hessian_matrix, lipschitz_constant
 from .bdmm import BDMMResult, bdmm
 from .fenchelrank import fenchelrank
+from .liferank import LifeRankResult, fit_weights, liferank_solve
 from .reweighted import dc_stationarity, reweighted_l1
+from .stiefel import orthonormality_error, stiefel_gradient, stiefel_retraction
 from .subgradient import projected_subgradient, truncated_gradient
 from .tron import tron
 
 __all__ = [
     "BDMMResult",
+    "LifeRankResult",
     "NonFiniteError",
     "SolverResult",
     "apg",
     "bdmm",
     "dc_stationarity",
     "fenchelrank",
+    "fit_weights",
     "hessian_matrix",
+    "liferank_solve",
     "lipschitz_constant",
+    "orthonormality_error",
     "projected_subgradient",
     "reweighted_l1",
+    "stiefel_gradient",
+    "stiefel_retraction",
     "tron",
     "truncated_gradient",
 ]

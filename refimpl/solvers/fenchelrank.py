@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
+from ._checks import check_fenchel_loss
 from ._finite import check_finite
 from ._result import SolverResult
 
@@ -44,53 +45,6 @@ STEPS = ("exact", "closed_form", "theory")
 LINESEARCHES = ("auto", "pairs", "newton")
 
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
-
-
-def check_fenchel_loss(loss, r):
-    """Check that ``loss`` is the mean squared hinge with margin ``1/r``.
-
-    Parameters
-    ----------
-    loss : PairwiseSquaredHinge
-    r : float
-        Radius of the l1 ball of eq. 3 (> 0).
-
-    Returns
-    -------
-    float
-        ``r`` as a float.
-
-    Raises
-    ------
-    ValueError
-        If ``r`` is not a positive finite number, ``loss.normalize`` is not
-        true or ``loss.margin`` differs from ``1/r`` (relative 1e-12).
-
-    Derived in: book/03_fenchelrank_duality.md#fenchelrank
-    """
-    try:
-        r = float(r)
-    except (TypeError, ValueError):
-        raise ValueError(f"r must be a positive number, got {r!r}") from None
-    if not (math.isfinite(r) and r > 0):
-        raise ValueError(f"r must be a positive finite number, got {r!r}")
-    for attr in ("fun", "grad", "hess_vec", "scores", "margin", "normalize"):
-        if not hasattr(loss, attr):
-            raise ValueError(
-                "loss must be a refimpl.losses.PairwiseSquaredHinge (it has no "
-                f"attribute {attr!r})"
-            )
-    if not loss.normalize:
-        raise ValueError(
-            "FenchelRank's G(w) = (r^2/p) sum max(0, 1/r - w^T(x_i - x_j))^2 "
-            "(eq. 4) is a mean over pairs: build the loss with normalize=True"
-        )
-    if abs(loss.margin * r - 1.0) > 1e-12:
-        raise ValueError(
-            f"loss.margin must be 1/r = {1.0 / r!r} for eq. 4, got "
-            f"{loss.margin!r}: build PairwiseSquaredHinge(..., margin=1/r)"
-        )
-    return r
 
 
 def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,

@@ -23,9 +23,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._checks import check_fenchel_loss
 from ._finite import check_finite, safe_norm
 from ._result import SolverResult
-from .fenchelrank import check_fenchel_loss
 
 
 def project_l1_ball(v, radius=1.0):

@@ -1,0 +1,64 @@
+"""Argument checks shared by several solvers (private)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..exceptions import DataError
+
+
+def check_int(value, name, minimum):
+    """``value`` as an int ``>= minimum`` (``bool`` refused), else :class:`DataError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_fenchel_loss(loss, r):
+    """Check that ``loss`` is the mean squared hinge with margin ``1/r``.
+
+    Parameters
+    ----------
+    loss : PairwiseSquaredHinge
+    r : float
+        Radius of the l1 ball of eq. 3 (> 0).
+
+    Returns
+    -------
+    float
+        ``r`` as a float.
+
+    Raises
+    ------
+    ValueError
+        If ``r`` is not a positive finite number, ``loss.normalize`` is not
+        true or ``loss.margin`` differs from ``1/r`` (relative 1e-12).
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    try:
+        r = float(r)
+    except (TypeError, ValueError):
+        raise ValueError(f"r must be a positive number, got {r!r}") from None
+    if not (math.isfinite(r) and r > 0):
+        raise ValueError(f"r must be a positive finite number, got {r!r}")
+    for attr in ("fun", "grad", "hess_vec", "scores", "margin", "normalize"):
+        if not hasattr(loss, attr):
+            raise ValueError(
+                "loss must be a refimpl.losses.PairwiseSquaredHinge (it has no "
+                f"attribute {attr!r})"
+            )
+    if not loss.normalize:
+        raise ValueError(
+            "FenchelRank's G(w) = (r^2/p) sum max(0, 1/r - w^T(x_i - x_j))^2 "
+            "(eq. 4) is a mean over pairs: build the loss with normalize=True"
+        )
+    if abs(loss.margin * r - 1.0) > 1e-12:
+        raise ValueError(
+            f"loss.margin must be 1/r = {1.0 / r!r} for eq. 4, got "
+            f"{loss.margin!r}: build PairwiseSquaredHinge(..., margin=1/r)"
+        )
+    return r
