@@ -42,7 +42,7 @@ from refimpl.solvers import (
     projected_subgradient,
     truncated_gradient,
 )
-from refimpl.solvers.fenchelrank import _kb_norm2_operator, newton_linesearch
+from refimpl.solvers.fenchelrank import newton_linesearch
 from refimpl.solvers.subgradient import project_l1_ball
 
 #: Weak-signal LETOR-like data: 5 queries of 8-12 documents, 7 features in [0, 1].
@@ -356,7 +356,7 @@ def test_closed_form_with_tree_matches_explicit_pairs():
     np.testing.assert_allclose(a["mu"][1:], b["mu"][1:], rtol=1e-9, atol=1e-12)
     # ||K b||^2 of the tree operator against the explicit matrix
     K = pair_difference_matrix(X, y, qid)
-    norm2 = _kb_norm2_operator(fenchel_loss(X, y, qid, r, "tree"))
+    norm2 = fenchel_loss(X, y, qid, r, "tree").pair_norm2_operator()
     bvec = np.random.default_rng(0).normal(size=X.shape[1])
     assert norm2(bvec) == pytest.approx(float(np.sum((K @ bvec) ** 2)), rel=1e-12)
 

@@ -5,7 +5,7 @@ All share ``refimpl.losses._base.CachedObjective`` (the shape check of
 :class:`SmoothObjective` protocol.
 """
 
-from ._protocol import SmoothObjective
+from ._protocol import PairwiseLineSearchObjective, SmoothObjective
 from .liferank import LifeRankObjective
 from .lifted import FSMRankSmooth, LiftedLoss
 from .logistic import LOSS_BACKENDS, PairwiseLogistic
@@ -19,6 +19,7 @@ __all__ = [
     "L2Regularized",
     "LifeRankObjective",
     "LiftedLoss",
+    "PairwiseLineSearchObjective",
     "PairwiseLogistic",
     "PairwiseSquaredHinge",
     "ScaledSmooth",

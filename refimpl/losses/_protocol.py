@@ -1,5 +1,8 @@
-"""The interface every smooth objective offers to the solvers."""
+"""The interfaces the objectives offer to the solvers."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -23,3 +26,28 @@ class SmoothObjective(Protocol):
     def grad(self, w: np.ndarray) -> np.ndarray: ...
 
     def hess_vec(self, s: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PairwiseLineSearchObjective(SmoothObjective, Protocol):
+    """What FenchelRank's exact line search asks of a pairwise loss, and no more.
+
+    Beyond :class:`SmoothObjective`: the margin ``delta`` and whether the
+    loss is a mean over its ``n_pairs`` pairs (eq. 4 of Lai et al. 2013
+    needs both), the document scores ``X w``, the explicit pair indices when
+    the loss keeps them (for the O(p log p) exact line search) and, without
+    them, the curvature ``b -> ||K b||^2`` of the closed-form step.  A solver
+    never reads the loss's data.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+
+    margin: float
+    normalize: bool
+    n_pairs: int
+
+    def scores(self, w: np.ndarray) -> np.ndarray: ...
+
+    def pair_indices(self) -> tuple[np.ndarray, np.ndarray] | None: ...
+
+    def pair_norm2_operator(self) -> Callable[[np.ndarray], float]: ...

@@ -233,6 +233,29 @@ class PairwiseSquaredHinge(CachedObjective):
     def n_features(self) -> int:
         return self.X.shape[1]
 
+    def pair_indices(self):
+        """``(i, j)`` of the explicit pairs as contiguous int64 arrays, or ``None``.
+
+        ``None`` with the tree backend, which never builds them.  Part of
+        :class:`~refimpl.losses.PairwiseLineSearchObjective`.
+        """
+        if self.pairs is None:
+            return None
+        return (np.ascontiguousarray(self.pairs.i, dtype=np.int64),
+                np.ascontiguousarray(self.pairs.j, dtype=np.int64))
+
+    def pair_norm2_operator(self):
+        """A closure ``b -> ||K b||^2``, ``K`` the pair-difference matrix.
+
+        A copy of the loss evaluated at ``w = 0`` has every pair active (all
+        residuals equal the margin ``> 0``), so its Hessian is ``2 s K^T K``
+        and ``||K b||^2 = b^T H b / (2 s)``; no pair arrays are needed.  Part
+        of :class:`~refimpl.losses.PairwiseLineSearchObjective`.
+        """
+        full = self.with_backend(self.backend)
+        full.fun(np.zeros(self.n_features))
+        return lambda b: float(b @ full.hess_vec(b)) / (2.0 * full.scale)
+
     def scores(self, w) -> np.ndarray:
         """Document scores ``X w``."""
         return np.asarray(self.X @ self._check_w(w), dtype=np.float64).ravel()

@@ -45,7 +45,8 @@ def check_fenchel_loss(loss, r):
         raise ValueError(f"r must be a positive number, got {r!r}") from None
     if not (math.isfinite(r) and r > 0):
         raise ValueError(f"r must be a positive finite number, got {r!r}")
-    for attr in ("fun", "grad", "hess_vec", "scores", "margin", "normalize"):
+    for attr in ("fun", "grad", "hess_vec", "scores", "margin", "normalize",
+                 "n_pairs", "pair_indices", "pair_norm2_operator"):
         if not hasattr(loss, attr):
             raise ValueError(
                 "loss must be a refimpl.losses.PairwiseSquaredHinge (it has no "

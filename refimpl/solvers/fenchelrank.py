@@ -119,18 +119,6 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
     return 0.5 * (lo + hi), n_eval
 
 
-def _kb_norm2_operator(loss):
-    """A closure ``b -> ||K b||^2`` for losses without explicit pairs.
-
-    A copy of the loss evaluated at ``w = 0`` has every pair active (all
-    residuals equal the margin ``> 0``), so its Hessian is
-    ``2 s K^T K`` and ``||K b||^2 = b^T H b / (2 s)``.
-    """
-    full = loss.with_backend(loss.backend)
-    full.fun(np.zeros(loss.n_features))
-    return lambda b: float(b @ full.hess_vec(b)) / (2.0 * full.scale)
-
-
 def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
                 linesearch="auto", callback=None):
     r"""Solve eq. 4 by FenchelRank (Lai et al. 2013, Algorithm 1).
@@ -164,7 +152,9 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     Parameters
     ----------
     loss : PairwiseSquaredHinge
-        Built with ``margin=1/r`` and ``normalize=True``, any backend.
+        Built with ``margin=1/r`` and ``normalize=True``, any backend; the
+        solver uses only what :class:`refimpl.losses.PairwiseLineSearchObjective`
+        names.
     r : float
         Radius of the l1 ball of eq. 3 (> 0).  The solution of eq. 3 is
         ``r * result.w``.
@@ -181,7 +171,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     linesearch : {"auto", "pairs", "newton"}, default="auto"
         How ``step="exact"`` minimises eq. 20.  ``"pairs"``: the sorted
         breakpoints of eqs. 20-21 on explicit per-pair arrays,
-        O(p log p) (needs ``loss.pairs``); ``"newton"``: safeguarded Newton
+        O(p log p) (needs ``loss.pair_indices()``); ``"newton"``: safeguarded Newton
         on ``L(w_t + mu b_t)`` through ``fun``/``grad``/``hess_vec`` only,
         so it works with the pair-free tree backend; ``"auto"``: ``"pairs"``
         when the loss holds explicit pairs, else ``"newton"``.
@@ -278,13 +268,13 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         raise ValueError(f"step must be one of {STEPS}, got {step!r}")
     if linesearch not in LINESEARCHES:
         raise ValueError(f"linesearch must be one of {LINESEARCHES}, got {linesearch!r}")
-    pairs = getattr(loss, "pairs", None)
+    pairs = loss.pair_indices()
     if linesearch == "auto":
         linesearch = "pairs" if pairs is not None else "newton"
     if linesearch == "pairs" and pairs is None:
         raise ValueError(
-            "linesearch='pairs' needs explicit pair arrays (loss.pairs), but "
-            f"the loss uses backend {getattr(loss, 'backend', '?')!r}: use "
+            "linesearch='pairs' needs explicit pair arrays (loss.pair_indices()), "
+            f"but the loss uses backend {getattr(loss, 'backend', '?')!r}: use "
             "linesearch='newton' or 'auto'"
         )
 
@@ -293,8 +283,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     n = int(loss.n_features)
     margin = float(loss.margin)
     if pairs is not None:
-        pi = np.ascontiguousarray(pairs.i, dtype=np.int64)
-        pj = np.ascontiguousarray(pairs.j, dtype=np.int64)
+        pi, pj = pairs
         a_buf = np.empty(len(pi))
         kb_buf = np.empty(len(pi))
         p = len(pi)
@@ -306,7 +295,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             def kb_norm2(b):
                 return float(_k.sum_squares_diff(loss.scores(b), pi, pj))
         else:
-            kb_norm2 = _kb_norm2_operator(loss)
+            kb_norm2 = loss.pair_norm2_operator()
 
     w = np.zeros(n)
     history = {key: [] for key in _HISTORY_KEYS}
