@@ -2,12 +2,30 @@
 
 Every input problem is reported as a :class:`DataError` (a ``ValueError``) whose
 message names the problem, where it was found and what to do about it, so that
-nothing fails later inside a numba kernel.
+nothing fails later inside a numba kernel.  A bad hyper-parameter of an
+estimator is a :class:`ParameterError` instead, whose message names the
+parameter, its accepted range and the value given.
 """
 
 
 class DataError(ValueError):
     """Malformed or inconsistent ranking data (file, labels, features, queries)."""
+
+
+class ParameterError(ValueError, TypeError):
+    """A hyper-parameter of an estimator outside its accepted range or type.
+
+    Raised by ``fit`` (parameters are checked there, as scikit-learn does,
+    not in ``__init__``) from the estimator's declarative
+    ``_parameter_constraints``; the message names the parameter, the
+    accepted range and the value given, e.g. ``The 'max_iter' parameter of
+    RankSVM must be an int in the range [1, inf). Got True instead.``  A
+    ``ValueError`` and a ``TypeError``, like scikit-learn's own
+    ``InvalidParameterError``; not a :class:`DataError`, which is about the
+    data.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
 
 
 class DatasetNotFoundError(FileNotFoundError):

@@ -16,7 +16,7 @@ from sklearn.linear_model import Lasso
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import SparseRankSVM
-from refimpl.exceptions import DataError
+from refimpl.exceptions import DataError, ParameterError
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, NonNegWeightedL1, WeightedL1
@@ -369,7 +369,7 @@ def test_sparse_ranksvm_sklearn_conventions():
 ])
 def test_sparse_ranksvm_bad_parameters_named_at_fit(params, match):
     X, y, qid = small(2)
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         SparseRankSVM(**params).fit(X, y, qid)
 
 

@@ -32,7 +32,7 @@ from refimpl.estimators import (
     SparseRankSVM,
     gas_e,
 )
-from refimpl.exceptions import DataError, EmptyModelWarning
+from refimpl.exceptions import DataError, EmptyModelWarning, ParameterError
 from refimpl.fsmrank import pearson_importance
 from refimpl.liferank import LifeRank
 from refimpl.nonconvex import LogPenalty
@@ -320,3 +320,51 @@ def test_the_warning_points_at_the_callers_line():
             est.fit(X, y, qid)
         (rec,) = [w for w in caught if issubclass(w.category, EmptyModelWarning)]
         assert rec.filename == __file__
+
+
+# --------------------------------------------------------------------------
+# Hyper-parameters: one declarative validation, a ParameterError (not DataError)
+# --------------------------------------------------------------------------
+
+#: An integer parameter of each estimator, to be given a bool.
+COUNT_PARAMETER = {
+    "RankSVM": "max_iter", "FenchelRank": "max_iter", "SparseRankSVM": "max_iter",
+    "SparseRankSVM-log": "max_outer", "FSMRank": "max_iter", "GASRanker": "n_features",
+    "FSMSVM": "n_features", "LifeRank": "max_iter",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("value", [True, np.True_, 2.0, 0, "3"])
+def test_integer_parameter_refuses_bools_floats_and_strings(name, value):
+    X, y, qid = small()
+    param = COUNT_PARAMETER[name]
+    est = ESTIMATORS[name]().set_params(**{param: value})
+    with pytest.raises(ParameterError,
+                       match=rf"^The '{param}' parameter of \w+ must be an int in the "
+                             r"range \[1, inf\)\. Got .* instead\.$") as info:
+        est.fit(X, y, qid)
+    assert not isinstance(info.value, DataError)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_init_parameter_is_declared(name):
+    est = ESTIMATORS[name]()
+    assert set(est._parameter_constraints) == set(est.get_params(deep=False))
+
+
+@pytest.mark.parametrize("value", [True, -1.0, 0.0, np.nan, np.inf, "1"])
+def test_positive_real_refuses_bools_and_out_of_range(value):
+    X, y, qid = small()
+    with pytest.raises(ParameterError, match=r"^The 'C' parameter of RankSVM must be a "
+                                             r"float in the range \(0\.0, inf\)\. Got "):
+        RankSVM(C=value).fit(X, y, qid)
+
+
+def test_parameter_bound_by_the_data_names_the_bound():
+    X, y, qid = small()
+    with pytest.raises(ParameterError, match=r"'n_components' parameter of LifeRank must be "
+                                             rf"an int in the range \[1, {X.shape[1]}\]"):
+        LifeRank(n_components=X.shape[1] + 1).fit(X, y, qid)
+    with pytest.raises(ParameterError, match=rf"in the range \[1, {X.shape[1]}\]"):
+        GASRanker(n_features=X.shape[1] + 1).fit(X, y, qid)

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from refimpl import metrics
 from refimpl.data import load_letor_fold, make_synthetic_letor
 from refimpl.estimators import RankSVM
-from refimpl.exceptions import DataError
+from refimpl.exceptions import DataError, ParameterError
 from refimpl.losses import L2Regularized, PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
 
@@ -100,7 +100,7 @@ def test_single_query_when_qid_is_none():
 ])
 def test_bad_parameters_named_at_fit(params, match):
     X, y, qid = small(2)
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         RankSVM(**params).fit(X, y, qid)
 
 

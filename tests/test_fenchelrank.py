@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FenchelRank
-from refimpl.exceptions import DataError
+from refimpl.exceptions import ParameterError
 from refimpl.kernels import fenchel as kf
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
@@ -486,7 +486,7 @@ def test_estimator_matches_solver_and_conventions():
 ])
 def test_bad_parameters_named_at_fit(params, match):
     X, y, qid = instance(0)
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         FenchelRank(**params).fit(X, y, qid)
 
 

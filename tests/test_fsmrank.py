@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FSMSVM, FSMRank, GASRanker, RankSVM, gas_e
-from refimpl.exceptions import DataError
+from refimpl.exceptions import DataError, ParameterError
 from refimpl.fsmrank import (
     IMPORTANCE_FLOOR,
     FSMRankSmooth,
@@ -390,7 +390,7 @@ def test_fsmrank_sklearn_conventions():
 ])
 def test_fsmrank_bad_parameters_named_at_fit(params, match):
     X, y, qid = small(2)
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         FSMRank(**params).fit(X, y, qid)
 
 
@@ -472,5 +472,5 @@ def test_gas_ranker_and_fsmsvm_select_exactly_t_features():
 @pytest.mark.parametrize("t", [0, 11, 2.0, None])
 def test_two_stage_bad_n_features(cls, t):
     X, y, qid = small(9)
-    with pytest.raises(DataError, match="n_features"):
+    with pytest.raises(ParameterError, match="n_features"):
         cls(n_features=t).fit(X, y, qid)

@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl import LifeRank
 from refimpl.data import make_synthetic_letor
-from refimpl.exceptions import DataError
+from refimpl.exceptions import DataError, ParameterError
 from refimpl.fsmrank import feature_ndcg
 from refimpl.kernels import logistic as K
 from refimpl.liferank import (
@@ -556,7 +556,7 @@ def test_estimator_converges_and_seeds_agree_on_T_w():
 ])
 def test_estimator_bad_parameters(params, match):
     X, y, qid = small(17)
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         LifeRank(**params).fit(X, y, qid)
 
 

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import SparseRankSVM
-from refimpl.exceptions import DataError
+from refimpl.exceptions import DataError, ParameterError
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import (
     MCP,
@@ -573,7 +573,7 @@ def test_estimator_max_outer_cap():
 def test_estimator_bad_parameters_named_at_fit(params, match):
     X, y, qid = small(2)
     params = {"penalty": "log", **params}
-    with pytest.raises(DataError, match=match):
+    with pytest.raises(ParameterError, match=match):
         SparseRankSVM(**params).fit(X, y, qid)
 
 

@@ -1,6 +1,8 @@
 """What every estimator of :mod:`refimpl.estimators` shares.
 
-The ``predict`` / ``score`` of the linear rankers, the empty-model warning
+The declarative parameter validation (scikit-learn's
+``_parameter_constraints``, raising :class:`~refimpl.exceptions.ParameterError`),
+the ``predict`` / ``score`` of the linear rankers, the empty-model warning
 and the threshold of the regularisation at which every weight vanishes.
 """
 
@@ -8,18 +10,79 @@ from __future__ import annotations
 
 import math
 import warnings
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import validate_X
-from ..exceptions import DataError, EmptyModelWarning
+from ..exceptions import EmptyModelWarning, ParameterError
 from ..metrics import mean_ndcg
 from ..solvers._finite import check_predictions
 
 
-class _LinearRanker(BaseEstimator):
+class _Interval(Interval):
+    """scikit-learn's ``Interval``, except that a bool is not a number here.
+
+    ``max_iter=True`` or ``C=True`` is a mistake, not ``1``: scikit-learn's
+    ``Interval`` accepts bools (``bool`` is an ``Integral``), so it is
+    refused explicitly.
+    """
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
+
+
+#: Reusable constraints (scikit-learn's ``_param_validation`` vocabulary).
+POSITIVE = _Interval(Real, 0, None, closed="neither")
+NONNEGATIVE = _Interval(Real, 0, None, closed="left")
+REAL = _Interval(Real, None, None, closed="neither")
+COUNT = _Interval(Integral, 1, None, closed="left")
+NONNEG_INT = _Interval(Integral, 0, None, closed="left")
+SEED = [NONNEG_INT, None, np.random.Generator, np.random.SeedSequence]
+
+
+def options(values):
+    """``StrOptions`` of the strings in ``values`` (plus ``False`` if listed)."""
+    strings = {v for v in values if isinstance(v, str)}
+    out = [StrOptions(strings)]
+    if any(v is False for v in values):
+        out.append(Options(bool, {False}))
+    return out
+
+
+class _ValidatedParams:
+    """``_validate_params`` from the class's ``_parameter_constraints``.
+
+    The dict maps every ``__init__`` parameter to a list of accepted
+    constraints, as scikit-learn's own estimators declare them; a value
+    outside all of them is a :class:`~refimpl.exceptions.ParameterError`
+    naming the parameter, the accepted range and the value.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {}
+
+    def _validate_params(self):
+        try:
+            validate_parameter_constraints(
+                self._parameter_constraints, self.get_params(deep=False),
+                caller_name=type(self).__name__)
+        except InvalidParameterError as err:
+            raise ParameterError(str(err)) from None
+
+
+class _LinearRanker(_ValidatedParams, BaseEstimator):
     """Shared ``predict`` / ``score`` of the linear rankers.
 
     ``predict`` checks ``X`` as scikit-learn does (``refimpl._validation.validate_X``):
@@ -79,15 +142,11 @@ def _warn_empty(estimator, message, *, parameter=None, value=None, threshold=Non
         stacklevel=stacklevel)
 
 
-def _check_max_iter(max_iter, name="max_iter"):
-    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) \
-            or max_iter < 1:
-        raise DataError(f"{name} must be a positive integer, got {max_iter!r}")
-
-
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-            or value < minimum:
-        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def _check_at_most(estimator, name, bound, what):
+    """An integer parameter that must not exceed a size known only at fit time."""
+    value = getattr(estimator, name)
+    if value > bound:
+        raise ParameterError(
+            f"The {name!r} parameter of {type(estimator).__name__} must be an int "
+            f"in the range [1, {bound}] ({what}). Got {value!r} instead.")
     return int(value)

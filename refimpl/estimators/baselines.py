@@ -9,18 +9,30 @@ Derived in: book/07_side_by_side.md#side-by-side
 
 from __future__ import annotations
 
+from numbers import Integral
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import StrOptions
 
 from .._validation import check_ranking_data, check_X
-from ..exceptions import DataError
+from ._base import (
+    COUNT,
+    NONNEG_INT,
+    NONNEGATIVE,
+    POSITIVE,
+    SEED,
+    _Interval,
+    _ValidatedParams,
+)
 from .liferank import LifeRank
 from .ranksvm import RankSVM
 
 __all__ = ["LambdaMART", "LifeRankPipeline", "LinearRegressionRanker"]
 
 
-class LinearRegressionRanker(BaseEstimator):
+class LinearRegressionRanker(_ValidatedParams, BaseEstimator):
     """Pointwise least squares on the labels, as a ranker (``qid`` ignored).
 
     The "Linear Regression" learning-to-rank baseline of Pandey et al.
@@ -39,6 +51,7 @@ class LinearRegressionRanker(BaseEstimator):
         """Least-squares fit on ``(X, y)``; returns ``self``."""
         from sklearn.linear_model import LinearRegression
 
+        self._validate_params()
         X, y, _ = check_ranking_data(X, y, qid)
         model = LinearRegression().fit(X, y)
         self.coef_ = np.asarray(model.coef_, dtype=np.float64)
@@ -52,7 +65,7 @@ class LinearRegressionRanker(BaseEstimator):
         return np.asarray(X @ self.coef_).ravel()
 
 
-class LambdaMART(BaseEstimator):
+class LambdaMART(_ValidatedParams, BaseEstimator):
     """LightGBM's LambdaMART (``LGBMRanker``, objective ``lambdarank``).
 
     A non-linear reference (Burges 2010; Ke et al. 2017): gradient-boosted
@@ -76,6 +89,14 @@ class LambdaMART(BaseEstimator):
         Number of splits on each feature.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_estimators": [COUNT],
+        "learning_rate": [POSITIVE],
+        "num_leaves": [_Interval(Integral, 2, None, closed="left")],
+        "min_child_samples": [NONNEG_INT],
+        "seed": [NONNEG_INT],
+    }
+
     def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
                  min_child_samples=20, seed=0):
         self.n_estimators = n_estimators
@@ -88,6 +109,7 @@ class LambdaMART(BaseEstimator):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         from lightgbm import LGBMRanker
 
+        self._validate_params()
         X, y, groups = check_ranking_data(X, y, qid)
         order = groups.order
         model = LGBMRanker(
@@ -110,7 +132,7 @@ class LambdaMART(BaseEstimator):
         return np.asarray(self.model_.predict(X), dtype=np.float64)
 
 
-class LifeRankPipeline(BaseEstimator):
+class LifeRankPipeline(_ValidatedParams, BaseEstimator):
     """LifeRank's extracted features, then a linear ranker on them.
 
     Pandey et al. (2018, Section 5.3) evaluate LifeRank by training RankSVM
@@ -138,6 +160,16 @@ class LifeRankPipeline(BaseEstimator):
         ``components_ @ ranker_.coef_``.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [COUNT],
+        "ranker": [StrOptions({"ranksvm", "linreg"})],
+        "C": [POSITIVE],
+        "lam": [NONNEGATIVE],
+        "lr": [POSITIVE],
+        "max_iter": [COUNT],
+        "seed": SEED,
+    }
+
     def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
                  lr=0.1, max_iter=1000, seed=0):
         self.n_components = n_components
@@ -150,9 +182,7 @@ class LifeRankPipeline(BaseEstimator):
 
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
-        if self.ranker not in ("ranksvm", "linreg"):
-            raise DataError(
-                f"ranker must be 'ranksvm' or 'linreg', got {self.ranker!r}")
+        self._validate_params()
         X = check_X(X)
         life = LifeRank(n_components=self.n_components, lam=self.lam,
                         lr=self.lr, max_iter=self.max_iter, seed=self.seed)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from .._validation import check_fit_input, check_positive, reset_fitted
-from ..exceptions import DataError
+from .._validation import check_fit_input, reset_fitted
+from ..exceptions import ParameterError
 from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
-from ._base import _LinearRanker, _warn_empty
+from ._base import COUNT, POSITIVE, _LinearRanker, _warn_empty, options
 
 __all__ = ["FenchelRank"]
 
@@ -71,6 +73,15 @@ class FenchelRank(_LinearRanker):
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "r": [POSITIVE],
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
+        "step": options(STEPS),
+        "backend": options(BACKENDS),
+        "linesearch": options(LINESEARCHES),
+    }
+
     def __init__(self, r=1.0, tol=1e-3, max_iter=1000, step="exact",
                  backend="auto", linesearch="auto"):
         self.r = r
@@ -79,20 +90,6 @@ class FenchelRank(_LinearRanker):
         self.step = step
         self.backend = backend
         self.linesearch = linesearch
-
-    def _validate_params(self):
-        check_positive(self.r, "r")
-        check_positive(self.tol, "tol")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise DataError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if self.step not in STEPS:
-            raise DataError(f"step must be one of {STEPS}, got {self.step!r}")
-        if self.backend not in BACKENDS:
-            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.linesearch not in LINESEARCHES:
-            raise DataError(
-                f"linesearch must be one of {LINESEARCHES}, got {self.linesearch!r}"
-            )
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
@@ -109,7 +106,7 @@ class FenchelRank(_LinearRanker):
         loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
                                     backend=self.backend)
         if self.linesearch == "pairs" and loss.pairs is None:
-            raise DataError(
+            raise ParameterError(
                 "linesearch='pairs' needs explicit pairs, but backend "
                 f"{loss.backend!r} has none: use linesearch='newton' or 'auto'"
             )

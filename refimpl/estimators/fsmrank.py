@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from .._validation import (
     check_fit_input,
-    check_nonnegative,
-    check_positive,
     reset_fitted,
 )
-from ..exceptions import DataError
 from ..fsmrank import (
     PSD_MODES,
     FSMRankSmooth,
@@ -25,8 +24,16 @@ from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..penalties import NonNegWeightedL1
 from ..solvers.apg import apg
-from ._base import _check_max_iter, _grad_at_zero, _LinearRanker, _warn_empty
-from .gas import _check_n_select
+from ._base import (
+    COUNT,
+    NONNEGATIVE,
+    POSITIVE,
+    _check_at_most,
+    _grad_at_zero,
+    _LinearRanker,
+    _warn_empty,
+    options,
+)
 from .ranksvm import _fit_ranksvm_on
 
 __all__ = ["FSMSVM", "FSMRank"]
@@ -118,6 +125,18 @@ class FSMRank(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "lambda1": [NONNEGATIVE],
+        "lambda2": [NONNEGATIVE],
+        "importance": options(_IMPORTANCES),
+        "similarity": options(_SIMILARITIES),
+        "psd": options(PSD_MODES),
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
+        "L0": [POSITIVE, None],
+        "backend": options(BACKENDS),
+    }
+
     def __init__(self, lambda1=1.0, lambda2=1e-3, importance="pearson",
                  similarity="pearson", psd="project", tol=1e-6, max_iter=10000,
                  L0=None, backend="auto"):
@@ -130,26 +149,6 @@ class FSMRank(_LinearRanker):
         self.max_iter = max_iter
         self.L0 = L0
         self.backend = backend
-
-    def _validate_params(self):
-        check_nonnegative(self.lambda1, "lambda1")
-        check_nonnegative(self.lambda2, "lambda2")
-        check_positive(self.tol, "tol")
-        _check_max_iter(self.max_iter)
-        if self.L0 is not None:
-            check_positive(self.L0, "L0")
-        if self.importance not in _IMPORTANCES:
-            raise DataError(
-                f"importance must be one of {_IMPORTANCES}, got {self.importance!r}"
-            )
-        if self.similarity not in _SIMILARITIES:
-            raise DataError(
-                f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}"
-            )
-        if self.psd not in PSD_MODES:
-            raise DataError(f"psd must be one of {PSD_MODES}, got {self.psd!r}")
-        if self.backend not in BACKENDS:
-            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
 
     def _problem(self, X, y, qid):
         """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
@@ -253,6 +252,13 @@ class FSMSVM(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_features": [COUNT],
+        "lambda1": [NONNEGATIVE],
+        "lambda2": [NONNEGATIVE],
+        "C": [POSITIVE],
+    }
+
     def __init__(self, n_features, lambda1=1.0, lambda2=1e-3, C=1.0):
         self.n_features = n_features
         self.lambda1 = lambda1
@@ -262,9 +268,9 @@ class FSMSVM(_LinearRanker):
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         reset_fitted(self)
+        self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
-        t = _check_n_select(self.n_features, X.shape[1])
-        check_positive(self.C, "C")
+        t = _check_at_most(self, "n_features", X.shape[1], "the number of features")
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
         self.fsmrank_ = fsm

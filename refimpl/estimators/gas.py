@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from .._validation import (
     check_fit_input,
     check_labels,
-    check_nonnegative,
-    check_positive,
     check_X,
     group_queries,
     reset_fitted,
 )
-from ..exceptions import DataError
+from ..exceptions import ParameterError
 from ..fsmrank import feature_ndcg, gas_select, kendall_similarity
-from ._base import _LinearRanker
+from ._base import COUNT, NONNEGATIVE, POSITIVE, _check_at_most, _LinearRanker
 from .ranksvm import _fit_ranksvm_on
 
 __all__ = ["GASRanker", "gas_e"]
@@ -24,7 +24,7 @@ __all__ = ["GASRanker", "gas_e"]
 def _check_n_select(n_features, d):
     if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) \
             or not 1 <= n_features <= d:
-        raise DataError(
+        raise ParameterError(
             f"n_features must be an integer in [1, {d}] (the number of "
             f"features to select), got {n_features!r}"
         )
@@ -37,7 +37,9 @@ def _gas(X, y, qid, n_features, c):
     check_labels(y, X.shape[0])
     group_queries(qid, X.shape[0])
     t = _check_n_select(n_features, X.shape[1])
-    check_nonnegative(c, "c")
+    if not NONNEGATIVE.is_satisfied_by(c):
+        raise ParameterError(
+            f"The 'c' parameter of GAS must be {NONNEGATIVE}. Got {c!r} instead.")
     importance, _ = feature_ndcg(X, y, qid, k=10)
     similarity = kendall_similarity(X, qid)
     return gas_select(importance, similarity, t, float(c)), importance, similarity
@@ -119,6 +121,12 @@ class GASRanker(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_features": [COUNT],
+        "c": [NONNEGATIVE],
+        "C": [POSITIVE],
+    }
+
     def __init__(self, n_features, c=0.01, C=1.0):
         self.n_features = n_features
         self.c = c
@@ -127,10 +135,9 @@ class GASRanker(_LinearRanker):
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         reset_fitted(self)
+        self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
-        _check_n_select(self.n_features, X.shape[1])
-        check_nonnegative(self.c, "c")
-        check_positive(self.C, "C")
+        _check_at_most(self, "n_features", X.shape[1], "the number of features")
         selected, importance, similarity = _gas(X, y, qid, self.n_features, self.c)
         self.importance_ = importance
         self.similarity_ = similarity

@@ -9,6 +9,7 @@ Derived in: book/06_liferank_bdmm.md#liferank
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -16,12 +17,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
     check_fit_input,
-    check_nonnegative,
-    check_positive,
     reset_fitted,
     validate_X,
 )
-from ..exceptions import DataError
 from ..liferank import (
     CONSTRAINTS,
     INITS,
@@ -34,12 +32,20 @@ from ..liferank import (
 )
 from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_message
 from ..solvers.bdmm import UPDATES
-from ._base import _check_int
+from ._base import (
+    COUNT,
+    NONNEGATIVE,
+    POSITIVE,
+    SEED,
+    _check_at_most,
+    _ValidatedParams,
+    options,
+)
 
 __all__ = ["LifeRank"]
 
 
-class LifeRank(TransformerMixin, BaseEstimator):
+class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
     r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
 
     ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
@@ -106,6 +112,22 @@ class LifeRank(TransformerMixin, BaseEstimator):
     Derived in: book/06_liferank_bdmm.md#liferank
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [COUNT],
+        "lam": [NONNEGATIVE],
+        "lr": [POSITIVE],
+        "max_iter": [COUNT],
+        "constraint": options(CONSTRAINTS),
+        "lr_multiplier": [POSITIVE, None],
+        "damping": [NONNEGATIVE],
+        "update": options(UPDATES),
+        "retraction": options(RETRACTIONS),
+        "init": options(INITS),
+        "tol": [NONNEGATIVE],
+        "constraint_tol": [NONNEGATIVE],
+        "seed": SEED,
+    }
+
     def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
                  constraint="bdmm", lr_multiplier=None, damping=1.0,
                  update="alternating", retraction="polar", init="random",
@@ -123,21 +145,6 @@ class LifeRank(TransformerMixin, BaseEstimator):
         self.tol = tol
         self.constraint_tol = constraint_tol
         self.seed = seed
-
-    def _validate_params(self):
-        check_nonnegative(self.lam, "lam")
-        check_positive(self.lr, "lr")
-        if self.lr_multiplier is not None:
-            check_positive(self.lr_multiplier, "lr_multiplier")
-        check_nonnegative(self.damping, "damping")
-        check_nonnegative(self.tol, "tol")
-        check_nonnegative(self.constraint_tol, "constraint_tol")
-        _check_int(self.max_iter, "max_iter", 1)
-        for name, allowed in (("constraint", CONSTRAINTS), ("update", UPDATES),
-                              ("retraction", RETRACTIONS), ("init", INITS)):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                raise DataError(f"{name} must be one of {allowed}, got {value!r}")
 
     def _initial_T(self, n, k):
         rng = np.random.default_rng(self.seed)
@@ -157,6 +164,8 @@ class LifeRank(TransformerMixin, BaseEstimator):
         reset_fitted(self)
         self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
+        _check_at_most(self, "n_components", X.shape[1],
+                       "orthonormal columns need n_components <= n_features")
         loss = PairwiseLogistic(X, y, qid)
         objective = LifeRankObjective(loss, self.n_components, self.lam)
         n, k = objective.n, objective.k

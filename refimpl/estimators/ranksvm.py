@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import ClassVar
 
-from .._validation import check_fit_input, check_positive, reset_fitted
-from ..exceptions import DataError
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from .._validation import check_fit_input, reset_fitted
 from ..losses import L2Regularized, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import PAIR_SETS
 from ..solvers.tron import tron
-from ._base import _LinearRanker, _warn_empty
+from ._base import COUNT, POSITIVE, _LinearRanker, _warn_empty, options
+
+#: Structures of the tree backend (see :class:`refimpl.losses.PairwiseSquaredHinge`).
+TREE_METHODS = ("selection_tree", "avl", "direct", "prsvm")
 
 __all__ = ["RankSVM"]
 
@@ -67,6 +72,17 @@ class RankSVM(_LinearRanker):
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [POSITIVE],
+        "loss": [StrOptions({"l2"})],
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
+        "backend": options(BACKENDS),
+        "tree_method": options(TREE_METHODS),
+        "pairs": options(PAIR_SETS),
+        "verbose": ["boolean"],
+    }
+
     def __init__(self, C=1.0, loss="l2", tol=1e-3, max_iter=1000,
                  backend="auto", tree_method="selection_tree", pairs="all",
                  verbose=False):
@@ -78,20 +94,6 @@ class RankSVM(_LinearRanker):
         self.tree_method = tree_method
         self.pairs = pairs
         self.verbose = verbose
-
-    def _validate_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
-        if self.loss != "l2":
-            raise DataError(
-                f"loss must be 'l2' (the squared hinge TRON needs), got {self.loss!r}"
-            )
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise DataError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if self.backend not in BACKENDS:
-            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.pairs not in PAIR_SETS:
-            raise DataError(f"pairs must be one of {PAIR_SETS}, got {self.pairs!r}")
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

@@ -7,16 +7,15 @@ penalties by reweighted l1.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from .._validation import (
     check_fit_input,
-    check_nonnegative,
-    check_positive,
     reset_fitted,
 )
-from ..exceptions import DataError
+from ..exceptions import DataError, ParameterError
 from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..nonconvex import make_concave_penalty
@@ -24,11 +23,15 @@ from ..penalties import L1, WeightedL1
 from ..solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
 from ..solvers.reweighted import reweighted_l1
 from ._base import (
-    _check_max_iter,
+    COUNT,
+    NONNEGATIVE,
+    POSITIVE,
+    REAL,
     _grad_at_zero,
     _l1_null_C,
     _LinearRanker,
     _warn_empty,
+    options,
 )
 
 __all__ = ["NONCONVEX_PENALTIES", "SPARSE_PENALTIES", "SparseRankSVM"]
@@ -42,16 +45,16 @@ def _l1_penalty(estimator, n_features):
 def _weighted_l1_penalty(estimator, n_features):
     """``sum_j beta_j |w_j|`` (Laporte et al. 2014, eq. 12) with ``beta = weights``."""
     if estimator.weights is None:
-        raise DataError(
+        raise ParameterError(
             "penalty='weighted_l1' needs weights (an array of n_features "
             "non-negative numbers), got weights=None"
         )
     try:
         penalty = WeightedL1(estimator.weights)
     except DataError as err:
-        raise DataError(f"bad weights for penalty='weighted_l1': {err}") from None
+        raise ParameterError(f"bad weights for penalty='weighted_l1': {err}") from None
     if penalty.n_features != n_features:
-        raise DataError(
+        raise ParameterError(
             f"weights must have length n_features = {n_features}, got "
             f"{penalty.n_features}"
         )
@@ -170,6 +173,26 @@ class SparseRankSVM(_LinearRanker):
     Derived in: book/05_dc_reweighting.md#dc-reweighting
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [POSITIVE],
+        "penalty": options(tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES),
+        "weights": ["array-like", None],
+        "eps": [REAL, None],
+        "gamma": [REAL],
+        "p": [REAL],
+        "a": [REAL],
+        "lam": [REAL, None],
+        "max_outer": [COUNT],
+        "tol_outer": [NONNEGATIVE],
+        "warm_start": ["boolean"],
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
+        "line_search": options(LINE_SEARCHES),
+        "accelerated": ["boolean"],
+        "restart": options(RESTARTS),
+        "backend": options(BACKENDS),
+    }
+
     def __init__(self, C=1.0, penalty="l1", weights=None, eps=None, gamma=2.0,
                  p=0.5, a=3.7, lam=None, max_outer=30, tol_outer=1e-4, warm_start=True,
                  tol=1e-6, max_iter=10000, line_search="backtracking",
@@ -192,32 +215,19 @@ class SparseRankSVM(_LinearRanker):
         self.restart = restart
         self.backend = backend
 
-    def _validate_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
-        _check_max_iter(self.max_iter)
-        accepted = tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES
-        if not isinstance(self.penalty, str) or self.penalty not in accepted:
-            raise DataError(
-                f"penalty must be one of {accepted}, got {self.penalty!r}"
-            )
-        if self.line_search not in LINE_SEARCHES:
-            raise DataError(
-                f"line_search must be one of {LINE_SEARCHES}, got {self.line_search!r}"
-            )
-        if self.restart not in RESTARTS:
-            raise DataError(f"restart must be one of {RESTARTS}, got {self.restart!r}")
-        for name in ("accelerated", "warm_start"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise DataError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.backend not in BACKENDS:
-            raise DataError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.penalty in NONCONVEX_PENALTIES:
-            _check_max_iter(self.max_outer, "max_outer")
-            check_nonnegative(self.tol_outer, "tol_outer")
+    def _concave_penalty(self):
+        """The non-convex penalty object, or None for the convex penalties.
+
+        The shape parameters' ranges depend on the penalty, so
+        :func:`refimpl.nonconvex.make_concave_penalty` checks them.
+        """
+        if self.penalty not in NONCONVEX_PENALTIES:
+            return None
+        try:
             return make_concave_penalty(self.penalty, C=self.C, eps=self.eps, p=self.p,
                                         gamma=self.gamma, a=self.a, lam=self.lam)
-        return None
+        except DataError as err:
+            raise ParameterError(str(err)) from None
 
     def _problem(self, X, y, qid):
         """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
@@ -236,7 +246,8 @@ class SparseRankSVM(_LinearRanker):
         penalties that of the first (l1) pass.
         """
         reset_fitted(self)
-        concave = self._validate_params()
+        self._validate_params()
+        concave = self._concave_penalty()
         X, y = check_fit_input(self, X, y, qid)
         if concave is not None:
             return self._fit_reweighted(X, y, qid, concave)
@@ -304,7 +315,7 @@ class SparseRankSVM(_LinearRanker):
         smooth = ScaledSmooth(loss, float(self.C))
         if self.line_search == "fixed":
             # the reweighting passes share f, so one constant serves them all
-            raise DataError("line_search='fixed' is not supported with non-convex "
+            raise ParameterError("line_search='fixed' is not supported with non-convex "
                             "penalties; use 'backtracking' or 'nemirovski'")
         result = reweighted_l1(smooth, concave, max_outer=int(self.max_outer),
                                tol_outer=float(self.tol_outer),
