@@ -7,11 +7,14 @@ datasets  fetch_letor / prepare_letor: download, check and unpack LETOR, MSLR
 pairs     preference pairs and (for teaching) the pair-difference matrix
 metrics   NDCG@k, mean NDCG, MAP, P@k, pairwise accuracy, Kendall's tau,
           sparsity, with the LETOR evaluation conventions
-losses    the pairwise squared hinge loss (value, gradient, Hessian-vector),
-          with explicit-pair and order-statistic-tree backends
+features  feature-quality measures: Pearson and NDCG importance, Kendall
+          similarity, redundancy, GAS selection
+losses    every objective (pairwise squared hinge with explicit-pair and
+          order-statistic-tree backends, logistic, FSMRank's, LifeRank's)
 sv_stats  Lee & Lin's per-document support-vector statistics (trees, counting)
 nonconvex concave sparsity penalties (log, MCP, lp, SCAD) for reweighted l1
-solvers   TRON, FenchelRank, FISTA, reweighted l1, subgradient baselines
+solvers   TRON, FenchelRank, FISTA, reweighted l1, subgradient baselines,
+          BDMM and LifeRank's solvers (Stiefel manifold)
 estimators  scikit-learn-style RankSVM, FenchelRank, SparseRankSVM, FSMRank
 liferank  LifeRank: linear feature extraction by BDMM or on the Stiefel manifold
 """
@@ -27,6 +30,7 @@ from . import (
     data,
     datasets,
     estimators,
+    features,
     fsmrank,
     liferank,
     losses,
@@ -64,6 +68,7 @@ __all__ = [
     "data",
     "datasets",
     "estimators",
+    "features",
     "fsmrank",
     "liferank",
     "losses",

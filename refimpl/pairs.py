@@ -207,8 +207,8 @@ def query_sign_grams(X, qid=None, *, chunk: int = 1 << 17, with_abs: bool = Fals
     ``C_{jj}`` the number of pairs feature ``j`` does not tie.  With
     ``with_abs`` also ``|S|^T |S|``, the pairs tied in neither ranking.
     These are the ingredients of every Kendall-type feature similarity
-    (:func:`refimpl.fsmrank.kendall_similarity`,
-    :func:`refimpl.liferank.rank_similarity`), which differ only in how they
+    (:func:`refimpl.features.kendall_similarity`,
+    :func:`refimpl.features.rank_similarity`), which differ only in how they
     normalise and average them.  ``S`` is built ``chunk`` pairs at a time,
     so memory stays ``O(chunk * d)`` however long a query is.
 

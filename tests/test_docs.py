@@ -34,6 +34,7 @@ MODULES = [
     refimpl.estimators.baselines,
     refimpl.penalties,
     refimpl.fsmrank,
+    refimpl.features,
     refimpl.nonconvex,
     refimpl.liferank,
     refimpl.experiments,
