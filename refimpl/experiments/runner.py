@@ -76,6 +76,7 @@ import numpy as np
 from .. import __version__ as _REFIMPL_VERSION
 from .. import data as _data
 from .. import metrics as _metrics
+from .. import pairs as _pairs
 from .._validation import group_queries
 from ..exceptions import DataError, DatasetNotFoundError
 from .registry import METHODS, SELECTION_METRICS, expand_grid, get_method
@@ -682,16 +683,6 @@ def _load_checked(dataset, fold, root, digest, files):
     return fold_data
 
 
-def _n_pairs(y, qid):
-    groups = group_queries(qid, len(y))
-    total = 0
-    ys = np.asarray(y)[groups.order]
-    for a, b in zip(groups.indptr[:-1], groups.indptr[1:]):
-        _, counts = np.unique(ys[a:b], return_counts=True)
-        total += (counts.sum() ** 2 - (counts ** 2).sum()) // 2
-    return int(total)
-
-
 # --------------------------------------------------------------------------
 # One task
 # --------------------------------------------------------------------------
@@ -756,7 +747,7 @@ def _run_task(task):
         used_in_data = np.any(Xtr != 0, axis=0)
         row.update(n_train_docs=len(ytr),
                    n_train_queries=len(np.unique(qtr)),
-                   n_train_pairs=_n_pairs(ytr, qtr),
+                   n_train_pairs=_pairs.n_pairs(ytr, qtr),
                    n_features=int(Xtr.shape[1]),
                    n_features_nonzero=int(used_in_data.sum()))
         # refuse up front what cannot run at this size (pairs the tree
