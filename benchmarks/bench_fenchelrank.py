@@ -199,7 +199,7 @@ def warm_up():
     syn = make_synthetic_letor(n_queries=8, docs_per_query=(5, 12), seed=0)
     t0 = time.perf_counter()
     for backend, ls in (("pairs", "pairs"), ("tree", "newton")):
-        FenchelRank(r=R, tol=1e-2, backend=backend, linesearch=ls).fit(
+        FenchelRank(r=R, tol=1e-2, backend=backend, line_search=ls).fit(
             syn.X, syn.y, syn.qid)
     print(f"warm-up fits on {syn.X.shape[0]} documents (JIT / numba cache "
           f"load): {time.perf_counter() - t0:.2f} s")

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl import metrics
 from refimpl.data import (
@@ -46,8 +46,8 @@ ESTIMATORS = {
     "SparseRankSVM": lambda: SparseRankSVM(),
     "SparseRankSVM-log": lambda: SparseRankSVM(penalty="log"),
     "FSMRank": lambda: FSMRank(),
-    "GASRanker": lambda: GASRanker(n_features=3),
-    "FSMSVM": lambda: FSMSVM(n_features=3),
+    "GASRanker": lambda: GASRanker(n_features_to_select=3),
+    "FSMSVM": lambda: FSMSVM(n_features_to_select=3),
     # lam = 0.05 converges within max_iter on these small problems
     "LifeRank": lambda: LifeRank(n_components=3, lam=0.05, lr=0.5,
                                  constraint="stiefel"),
@@ -187,7 +187,7 @@ def test_predict_refuses_a_data_frame_with_permuted_columns(name):
 def test_default_fsmrank_has_non_zero_weights_on_synthetic_data():
     d = make_synthetic_letor()
     tr, te = train_test_split_queries(d.X, d.y, d.qid, test_size=0.25, seed=0)
-    for est in (FSMRank(), FSMSVM(n_features=5)):
+    for est in (FSMRank(), FSMSVM(n_features_to_select=5)):
         with warnings.catch_warnings():
             warnings.simplefilter("error", EmptyModelWarning)
             m = quiet_fit(est, *tr)
@@ -329,8 +329,9 @@ def test_the_warning_points_at_the_callers_line():
 #: An integer parameter of each estimator, to be given a bool.
 COUNT_PARAMETER = {
     "RankSVM": "max_iter", "FenchelRank": "max_iter", "SparseRankSVM": "max_iter",
-    "SparseRankSVM-log": "max_outer", "FSMRank": "max_iter", "GASRanker": "n_features",
-    "FSMSVM": "n_features", "LifeRank": "max_iter",
+    "SparseRankSVM-log": "max_outer", "FSMRank": "max_iter",
+    "GASRanker": "n_features_to_select", "FSMSVM": "n_features_to_select",
+    "LifeRank": "max_iter",
 }
 
 
@@ -367,4 +368,38 @@ def test_parameter_bound_by_the_data_names_the_bound():
                                              rf"an int in the range \[1, {X.shape[1]}\]"):
         LifeRank(n_components=X.shape[1] + 1).fit(X, y, qid)
     with pytest.raises(ParameterError, match=rf"in the range \[1, {X.shape[1]}\]"):
-        GASRanker(n_features=X.shape[1] + 1).fit(X, y, qid)
+        GASRanker(n_features_to_select=X.shape[1] + 1).fit(X, y, qid)
+
+
+# --------------------------------------------------------------------------
+# scikit-learn's names; the former ones still accepted, with a FutureWarning
+# --------------------------------------------------------------------------
+
+RENAMED = [
+    (FenchelRank, "linesearch", "line_search", "newton", {"backend": "tree"}),
+    (GASRanker, "n_features", "n_features_to_select", 4, {}),
+    (FSMSVM, "n_features", "n_features_to_select", 4, {}),
+    (LifeRank, "seed", "random_state", 3, {"n_components": 3, "max_iter": 30}),
+]
+
+
+@pytest.mark.parametrize("cls, old, new, value, extra", RENAMED,
+                         ids=[f"{c.__name__}-{o}" for c, o, *_ in RENAMED])
+def test_former_parameter_name_still_works_with_a_future_warning(cls, old, new, value,
+                                                                 extra):
+    X, y, qid = small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.filterwarnings("ignore", message=".*positive semidefinite")
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        expected = cls(**{new: value}, **extra).fit(X, y, qid)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = cls(**{old: value}, **extra).fit(X, y, qid)
+    future = [str(w.message) for w in caught if w.category is FutureWarning]
+    assert future == [(f"The '{old}' parameter of {cls.__name__} is deprecated: it was "
+                      f"renamed '{new}' (scikit-learn's name), which is used in its place")]
+    np.testing.assert_array_equal(got.coef_, expected.coef_)
+    other = value + 1 if isinstance(value, int) else "pairs"
+    with pytest.raises(ParameterError, match=f"both '{new}' and its former name '{old}'"):
+        cls(**{old: value, new: other}, **extra).fit(X, y, qid)

@@ -481,8 +481,8 @@ def test_estimator_matches_solver_and_conventions():
     ({"tol": 0.0}, "tol"), ({"tol": -1e-3}, "tol"),
     ({"max_iter": 0}, "max_iter"), ({"max_iter": 2.5}, "max_iter"),
     ({"step": "armijo"}, "step"), ({"backend": "gpu"}, "backend"),
-    ({"linesearch": "golden"}, "linesearch"),
-    ({"linesearch": "pairs", "backend": "tree"}, "linesearch"),
+    ({"line_search": "golden"}, "line_search"),
+    ({"line_search": "pairs", "backend": "tree"}, "line_search"),
 ])
 def test_bad_parameters_named_at_fit(params, match):
     X, y, qid = instance(0)

@@ -450,21 +450,21 @@ def test_gas_ranker_and_fsmsvm_select_exactly_t_features():
     X, y, qid = small(8)
     d = X.shape[1]
     for t in (1, 3, d):
-        g = GASRanker(n_features=t, c=0.01, C=1.0).fit(X, y, qid)
+        g = GASRanker(n_features_to_select=t, c=0.01, C=1.0).fit(X, y, qid)
         assert len(g.selected_) == len(set(g.selected_)) == t
         assert np.all(g.coef_[np.setdiff1d(np.arange(d), g.selected_)] == 0)
         np.testing.assert_array_equal(g.coef_[g.selected_], g.ranksvm_.coef_)
         assert g.predict(X).shape == (len(y),)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            f = FSMSVM(n_features=t, lambda1=0.5, lambda2=0.05, C=1.0).fit(X, y, qid)
+            f = FSMSVM(n_features_to_select=t, lambda1=0.5, lambda2=0.05, C=1.0).fit(X, y, qid)
         assert len(f.selected_) == len(set(f.selected_)) == t
         assert np.all(f.coef_[np.setdiff1d(np.arange(d), f.selected_)] == 0)
         top = np.argsort(-np.abs(f.fsmrank_.coef_), kind="stable")[:t]
         np.testing.assert_array_equal(f.selected_, top)
     ranker = RankSVM()
     sel = gas_e(X, y, qid, 3, c=0.01, ranker=ranker)
-    np.testing.assert_array_equal(sel, GASRanker(n_features=3).fit(X, y, qid).selected_)
+    np.testing.assert_array_equal(sel, GASRanker(n_features_to_select=3).fit(X, y, qid).selected_)
     assert ranker.coef_.shape == (3,)
 
 
@@ -473,4 +473,4 @@ def test_gas_ranker_and_fsmsvm_select_exactly_t_features():
 def test_two_stage_bad_n_features(cls, t):
     X, y, qid = small(9)
     with pytest.raises(ParameterError, match="n_features"):
-        cls(n_features=t).fit(X, y, qid)
+        cls(n_features_to_select=t).fit(X, y, qid)

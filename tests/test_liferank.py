@@ -510,7 +510,7 @@ def test_feature_importance_is_gas_ndcg_at_5():
 
 def test_estimator_api_and_determinism():
     X, y, qid = small(15, n_queries=8)
-    m = LifeRank(n_components=3, max_iter=400, seed=1)
+    m = LifeRank(n_components=3, max_iter=400, random_state=1)
     assert clone(m).get_params() == m.get_params()
     with pytest.raises(NotFittedError):
         m.transform(X)
@@ -518,7 +518,7 @@ def test_estimator_api_and_determinism():
         warnings.simplefilter("ignore", ConvergenceWarning)
         Z = m.fit_transform(X, y, qid)
         m2 = clone(m).fit(X, y, qid)
-        m3 = clone(m).set_params(seed=2).fit(X, y, qid)
+        m3 = clone(m).set_params(random_state=2).fit(X, y, qid)
     assert Z.shape == (len(y), 3) and m.components_.shape == (X.shape[1], 3)
     np.testing.assert_allclose(Z, X @ m.components_)
     np.testing.assert_allclose(m.predict(X), X @ m.components_ @ m.coef_)
@@ -534,7 +534,7 @@ def test_estimator_api_and_determinism():
 def test_estimator_converges_and_seeds_agree_on_T_w():
     X, y, qid = small(16, n_queries=6)
     fits = [LifeRank(n_components=2, lam=0.05, lr=0.5, constraint="stiefel",
-                     max_iter=20000, tol=1e-8, seed=s).fit(X, y, qid)
+                     max_iter=20000, tol=1e-8, random_state=s).fit(X, y, qid)
             for s in (0, 1)]
     assert all(f.converged_ for f in fits)
     v0, v1 = (f.components_ @ f.coef_ for f in fits)

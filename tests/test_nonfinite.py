@@ -152,7 +152,7 @@ def test_fenchelrank_on_overflowing_features_raises(linesearch):
     inside the kernel), then w = 0 with only a ConvergenceWarning."""
     X, y, qid = data()
     with pytest.raises(NonFiniteError, match=CAUSE):
-        E.FenchelRank(linesearch=linesearch, backend="pairs").fit(
+        E.FenchelRank(line_search=linesearch, backend="pairs").fit(
             X * 1e160, y, qid)
 
 

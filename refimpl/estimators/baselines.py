@@ -19,12 +19,15 @@ from sklearn.utils._param_validation import StrOptions
 from .._validation import check_ranking_data, check_X
 from ._base import (
     COUNT,
+    DEPRECATED,
     NONNEG_INT,
     NONNEGATIVE,
     POSITIVE,
     SEED,
     _Interval,
+    _renamed,
     _ValidatedParams,
+    deprecated_alias,
 )
 from .liferank import LifeRank
 from .ranksvm import RankSVM
@@ -80,7 +83,10 @@ class LambdaMART(_ValidatedParams, BaseEstimator):
     ----------
     n_estimators, learning_rate, num_leaves, min_child_samples :
         As in ``lightgbm.LGBMRanker``.
-    seed : int, default 0
+    random_state : int, default 0
+        LightGBM's seed.
+    seed :
+        Deprecated former name of ``random_state``.
 
     Attributes
     ----------
@@ -94,15 +100,17 @@ class LambdaMART(_ValidatedParams, BaseEstimator):
         "learning_rate": [POSITIVE],
         "num_leaves": [_Interval(Integral, 2, None, closed="left")],
         "min_child_samples": [NONNEG_INT],
-        "seed": [NONNEG_INT],
+        "random_state": [NONNEG_INT],
+        "seed": deprecated_alias([NONNEG_INT]),
     }
 
     def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
-                 min_child_samples=20, seed=0):
+                 min_child_samples=20, random_state=0, seed=DEPRECATED):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.min_child_samples = min_child_samples
+        self.random_state = random_state
         self.seed = seed
 
     def fit(self, X, y, qid=None):
@@ -117,7 +125,8 @@ class LambdaMART(_ValidatedParams, BaseEstimator):
             learning_rate=float(self.learning_rate),
             num_leaves=int(self.num_leaves),
             min_child_samples=int(self.min_child_samples),
-            random_state=int(self.seed), n_jobs=1, deterministic=True,
+            random_state=int(_renamed(self, "random_state", "seed")),
+            n_jobs=1, deterministic=True,
             force_row_wise=True, verbose=-1,
         )
         model.fit(X[order], y[order], group=groups.sizes)
@@ -149,8 +158,10 @@ class LifeRankPipeline(_ValidatedParams, BaseEstimator):
     ranker : {"ranksvm", "linreg"}, default "ranksvm"
     C : float, default 1.0
         RankSVM's loss weight (``ranker="ranksvm"``).
-    lam, lr, max_iter, seed :
-        Passed to ``refimpl.liferank.LifeRank``.
+    lam, lr, max_iter, random_state :
+        Passed to :class:`refimpl.estimators.LifeRank`.
+    seed :
+        Deprecated former name of ``random_state``.
 
     Attributes
     ----------
@@ -167,17 +178,19 @@ class LifeRankPipeline(_ValidatedParams, BaseEstimator):
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
         "max_iter": [COUNT],
-        "seed": SEED,
+        "random_state": SEED,
+        "seed": deprecated_alias(SEED),
     }
 
     def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
-                 lr=0.1, max_iter=1000, seed=0):
+                 lr=0.1, max_iter=1000, random_state=0, seed=DEPRECATED):
         self.n_components = n_components
         self.ranker = ranker
         self.C = C
         self.lam = lam
         self.lr = lr
         self.max_iter = max_iter
+        self.random_state = random_state
         self.seed = seed
 
     def fit(self, X, y, qid=None):
@@ -185,7 +198,8 @@ class LifeRankPipeline(_ValidatedParams, BaseEstimator):
         self._validate_params()
         X = check_X(X)
         life = LifeRank(n_components=self.n_components, lam=self.lam,
-                        lr=self.lr, max_iter=self.max_iter, seed=self.seed)
+                        lr=self.lr, max_iter=self.max_iter,
+                        random_state=_renamed(self, "random_state", "seed"))
         Z = life.fit(X, y, qid).transform(X)
         second = (RankSVM(C=self.C) if self.ranker == "ranksvm"
                   else LinearRegressionRanker()).fit(Z, y, qid)

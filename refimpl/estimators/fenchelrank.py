@@ -11,7 +11,16 @@ from ..exceptions import ParameterError
 from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
-from ._base import COUNT, POSITIVE, _LinearRanker, _warn_empty, options
+from ._base import (
+    COUNT,
+    DEPRECATED,
+    POSITIVE,
+    _LinearRanker,
+    _renamed,
+    _warn_empty,
+    deprecated_alias,
+    options,
+)
 
 __all__ = ["FenchelRank"]
 
@@ -48,9 +57,12 @@ class FenchelRank(_LinearRanker):
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.
-    linesearch : {"auto", "pairs", "newton"}, default "auto"
+    line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).
+    linesearch :
+        Deprecated former name of ``line_search`` (still accepted, with a
+        ``FutureWarning``).
 
     Attributes
     ----------
@@ -79,16 +91,18 @@ class FenchelRank(_LinearRanker):
         "max_iter": [COUNT],
         "step": options(STEPS),
         "backend": options(BACKENDS),
-        "linesearch": options(LINESEARCHES),
+        "line_search": options(LINESEARCHES),
+        "linesearch": deprecated_alias(options(LINESEARCHES)),
     }
 
     def __init__(self, r=1.0, tol=1e-3, max_iter=1000, step="exact",
-                 backend="auto", linesearch="auto"):
+                 backend="auto", line_search="auto", linesearch=DEPRECATED):
         self.r = r
         self.tol = tol
         self.max_iter = max_iter
         self.step = step
         self.backend = backend
+        self.line_search = line_search
         self.linesearch = linesearch
 
     def fit(self, X, y, qid=None):
@@ -105,13 +119,14 @@ class FenchelRank(_LinearRanker):
         r = float(self.r)
         loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
                                     backend=self.backend)
-        if self.linesearch == "pairs" and loss.pairs is None:
+        line_search = _renamed(self, "line_search", "linesearch")
+        if line_search == "pairs" and loss.pairs is None:
             raise ParameterError(
-                "linesearch='pairs' needs explicit pairs, but backend "
-                f"{loss.backend!r} has none: use linesearch='newton' or 'auto'"
+                "line_search='pairs' needs explicit pairs, but backend "
+                f"{loss.backend!r} has none: use line_search='newton' or 'auto'"
             )
         result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
-                             step=self.step, linesearch=self.linesearch)
+                             step=self.step, linesearch=line_search)
         coef = r * result.w
         if not np.all(np.isfinite(coef)):
             raise FloatingPointError("FenchelRank produced non-finite coefficients")

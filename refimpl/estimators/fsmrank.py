@@ -26,12 +26,15 @@ from ..penalties import NonNegWeightedL1
 from ..solvers.apg import apg
 from ._base import (
     COUNT,
+    DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
     _check_at_most,
     _grad_at_zero,
     _LinearRanker,
+    _renamed,
     _warn_empty,
+    deprecated_alias,
     options,
 )
 from .ranksvm import _fit_ranksvm_on
@@ -229,7 +232,7 @@ class FSMSVM(_LinearRanker):
 
     Parameters
     ----------
-    n_features : int
+    n_features_to_select : int, default 10
         Number ``t`` of features to keep.
     lambda1 : float, default 1.0
         FSMRank's similarity weight (eq. 1).
@@ -237,6 +240,9 @@ class FSMSVM(_LinearRanker):
         FSMRank's l1 weight (eq. 1), default as :class:`FSMRank`'s.
     C : float, default 1.0
         RankSVM loss weight.
+    n_features :
+        Deprecated former name of ``n_features_to_select`` (still accepted,
+        with a ``FutureWarning``).
 
     Attributes
     ----------
@@ -253,13 +259,16 @@ class FSMSVM(_LinearRanker):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_features": [COUNT],
+        "n_features_to_select": [COUNT],
+        "n_features": deprecated_alias([COUNT]),
         "lambda1": [NONNEGATIVE],
         "lambda2": [NONNEGATIVE],
         "C": [POSITIVE],
     }
 
-    def __init__(self, n_features, lambda1=1.0, lambda2=1e-3, C=1.0):
+    def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,
+                 n_features=DEPRECATED):
+        self.n_features_to_select = n_features_to_select
         self.n_features = n_features
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -270,7 +279,10 @@ class FSMSVM(_LinearRanker):
         reset_fitted(self)
         self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
-        t = _check_at_most(self, "n_features", X.shape[1], "the number of features")
+        t = _check_at_most(
+            self, "n_features_to_select",
+            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
+            "the number of features")
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
         self.fsmrank_ = fsm

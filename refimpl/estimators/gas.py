@@ -15,7 +15,16 @@ from .._validation import (
 )
 from ..exceptions import ParameterError
 from ..fsmrank import feature_ndcg, gas_select, kendall_similarity
-from ._base import COUNT, NONNEGATIVE, POSITIVE, _check_at_most, _LinearRanker
+from ._base import (
+    COUNT,
+    DEPRECATED,
+    NONNEGATIVE,
+    POSITIVE,
+    _check_at_most,
+    _LinearRanker,
+    _renamed,
+    deprecated_alias,
+)
 from .ranksvm import _fit_ranksvm_on
 
 __all__ = ["GASRanker", "gas_e"]
@@ -25,7 +34,7 @@ def _check_n_select(n_features, d):
     if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) \
             or not 1 <= n_features <= d:
         raise ParameterError(
-            f"n_features must be an integer in [1, {d}] (the number of "
+            f"n_features_to_select must be an integer in [1, {d}] (the number of "
             f"features to select), got {n_features!r}"
         )
     return int(n_features)
@@ -50,7 +59,7 @@ def _columns(X, idx):
     return X[:, idx]
 
 
-def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
+def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     """GAS feature selection (Geng, Liu, Qin & Li 2007), optionally followed by a ranker.
 
     Importance of a feature: NDCG@10 (LETOR 4.0 convention, averaged over
@@ -69,7 +78,7 @@ def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
     X : array-like or sparse matrix of shape (n, d)
     y : array-like of shape (n,)
     qid : array-like of shape (n,) or None
-    n_features : int
+    n_features_to_select : int
         Number ``t`` of features to select, 1 <= t <= d.
     c : float, default 0.01
         Redundancy penalty of GAS (>= 0).
@@ -78,10 +87,10 @@ def gas_e(X, y, qid, n_features, *, c=0.01, ranker=None):
 
     Returns
     -------
-    ndarray of int64, shape (n_features,)
+    ndarray of int64, shape (n_features_to_select,)
         Selected feature indices, in the order picked.
     """
-    selected, _, _ = _gas(X, y, qid, n_features, c)
+    selected, _, _ = _gas(X, y, qid, n_features_to_select, c)
     if ranker is not None:
         ranker.fit(_columns(X, selected), y, qid)
     return selected
@@ -96,12 +105,15 @@ class GASRanker(_LinearRanker):
 
     Parameters
     ----------
-    n_features : int
+    n_features_to_select : int, default 10
         Number ``t`` of features to select.
     c : float, default 0.01
         GAS redundancy penalty.
     C : float, default 1.0
         RankSVM loss weight.
+    n_features :
+        Deprecated former name of ``n_features_to_select`` (still accepted,
+        with a ``FutureWarning``).
 
     Attributes
     ----------
@@ -122,12 +134,15 @@ class GASRanker(_LinearRanker):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_features": [COUNT],
+        "n_features_to_select": [COUNT],
+        "n_features": deprecated_alias([COUNT]),
         "c": [NONNEGATIVE],
         "C": [POSITIVE],
     }
 
-    def __init__(self, n_features, c=0.01, C=1.0):
+    def __init__(self, n_features_to_select=10, c=0.01, C=1.0,
+                 n_features=DEPRECATED):
+        self.n_features_to_select = n_features_to_select
         self.n_features = n_features
         self.c = c
         self.C = C
@@ -137,8 +152,11 @@ class GASRanker(_LinearRanker):
         reset_fitted(self)
         self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
-        _check_at_most(self, "n_features", X.shape[1], "the number of features")
-        selected, importance, similarity = _gas(X, y, qid, self.n_features, self.c)
+        t = _check_at_most(
+            self, "n_features_to_select",
+            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
+            "the number of features")
+        selected, importance, similarity = _gas(X, y, qid, t, self.c)
         self.importance_ = importance
         self.similarity_ = similarity
         return _fit_ranksvm_on(self, X, y, qid, selected)

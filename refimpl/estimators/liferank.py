@@ -34,11 +34,14 @@ from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_messa
 from ..solvers.bdmm import UPDATES
 from ._base import (
     COUNT,
+    DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
     SEED,
     _check_at_most,
+    _renamed,
     _ValidatedParams,
+    deprecated_alias,
     options,
 )
 
@@ -83,8 +86,11 @@ class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
     tol : float, default 1e-4
         Relative stationarity tolerance of :func:`liferank_solve`.
     constraint_tol : float, default 1e-3
-    seed : int or None, default 0
+    random_state : int, numpy Generator or None, default 0
         Seed of ``np.random.default_rng`` for ``T``'s start.
+    seed :
+        Deprecated former name of ``random_state`` (still accepted, with a
+        ``FutureWarning``).
 
     Attributes
     ----------
@@ -125,13 +131,14 @@ class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
         "init": options(INITS),
         "tol": [NONNEGATIVE],
         "constraint_tol": [NONNEGATIVE],
-        "seed": SEED,
+        "random_state": SEED,
+        "seed": deprecated_alias(SEED),
     }
 
     def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
                  constraint="bdmm", lr_multiplier=None, damping=1.0,
                  update="alternating", retraction="polar", init="random",
-                 tol=1e-4, constraint_tol=1e-3, seed=0):
+                 tol=1e-4, constraint_tol=1e-3, random_state=0, seed=DEPRECATED):
         self.n_components = n_components
         self.lam = lam
         self.lr = lr
@@ -144,10 +151,11 @@ class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
         self.init = init
         self.tol = tol
         self.constraint_tol = constraint_tol
+        self.random_state = random_state
         self.seed = seed
 
     def _initial_T(self, n, k):
-        rng = np.random.default_rng(self.seed)
+        rng = np.random.default_rng(_renamed(self, "random_state", "seed"))
         if self.init == "uniform":
             return rng.uniform(0.0, 1.0, size=(n, k)) / math.sqrt(n)
         T0 = rng.standard_normal((n, k)) / math.sqrt(n)
@@ -164,7 +172,7 @@ class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
         reset_fitted(self)
         self._validate_params()
         X, y = check_fit_input(self, X, y, qid)
-        _check_at_most(self, "n_components", X.shape[1],
+        _check_at_most(self, "n_components", self.n_components, X.shape[1],
                        "orthonormal columns need n_components <= n_features")
         loss = PairwiseLogistic(X, y, qid)
         objective = LifeRankObjective(loss, self.n_components, self.lam)

@@ -313,8 +313,18 @@ def get_method(name):
         ) from None
 
 
+def _sklearn_names(kw):
+    """The runner's parameter names (kept: they key the committed results and
+    the cache) in scikit-learn's spelling, which the estimators use."""
+    kw = dict(kw)
+    for old, new in (("seed", "random_state"), ("n_features", "n_features_to_select")):
+        if old in kw:
+            kw[new] = kw.pop(old)
+    return kw
+
+
 def _liferank(**kw):
-    return LifeRankPipeline(**kw)
+    return LifeRankPipeline(**_sklearn_names(kw))
 
 
 def _lambdamart_support(fitted):
@@ -339,11 +349,11 @@ def _fsmrank(**kw):
 
 
 def _gas_e(**kw):
-    return GASRanker(**kw)
+    return GASRanker(**_sklearn_names(kw))
 
 
 def _fsmsvm(**kw):
-    return FSMSVM(**kw)
+    return FSMSVM(**_sklearn_names(kw))
 
 
 def _sparse_ranksvm(**kw):
@@ -355,7 +365,7 @@ def _linreg(**kw):
 
 
 def _lambdamart(**kw):
-    return LambdaMART(**kw)
+    return LambdaMART(**_sklearn_names(kw))
 
 
 _POW2 = [2.0 ** e for e in range(-15, 11)]
