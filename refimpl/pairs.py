@@ -47,6 +47,17 @@ def _check_which(which):
     return which
 
 
+def _grouping(qid, groups, n):
+    """``groups`` if the caller built it already (validate once), else ``qid`` grouped."""
+    if groups is None:
+        return group_queries(qid, n)
+    if len(groups.order) != n:
+        raise DataError(
+            f"groups describes {len(groups.order)} documents but y has {n}"
+        )
+    return groups
+
+
 @dataclass(frozen=True)
 class PreferencePairs:
     """Index arrays of the preference pairs of ``(y, qid)``.
@@ -73,7 +84,7 @@ class PreferencePairs:
         return len(self.i)
 
 
-def pair_counts(y, qid=None, *, which: str = "all") -> np.ndarray:
+def pair_counts(y, qid=None, *, which: str = "all", groups=None) -> np.ndarray:
     """Number of preference pairs of each query (increasing qid order).
 
     Parameters
@@ -88,6 +99,9 @@ def pair_counts(y, qid=None, *, which: str = "all") -> np.ndarray:
         the partial pairs of Lee & Lin (2014), section 5, ``sum_r c_r
         c_{r-1}``, where ``c_r`` is the number of documents at the ``r``-th
         smallest distinct label of the query.
+    groups : QueryGroups, optional
+        The grouping of ``qid`` already built (``check_ranking_data``): then
+        ``qid`` is not grouped again.
 
     Returns
     -------
@@ -97,7 +111,7 @@ def pair_counts(y, qid=None, *, which: str = "all") -> np.ndarray:
     """
     which = _check_which(which)
     y = check_labels(y)
-    groups = group_queries(qid, len(y))
+    groups = _grouping(qid, groups, len(y))
     out = np.empty(groups.n_queries, dtype=np.int64)
     _COUNT[which](y, groups.order, groups.indptr, out)
     return out
@@ -114,7 +128,7 @@ def n_pairs(y, qid=None, *, which: str = "all") -> int:
 
 
 def preference_pairs(
-    y, qid=None, *, require_pairs: bool = True, which: str = "all"
+    y, qid=None, *, require_pairs: bool = True, which: str = "all", groups=None
 ) -> PreferencePairs:
     """Enumerate ``P = {(i, j) : q_i = q_j, y_i > y_j}`` as index arrays.
 
@@ -137,6 +151,8 @@ def preference_pairs(
         When every level holds O(1) documents there are O(l) such pairs, and
         RankSVM becomes an ordinary L2-loss SVM on the rows ``x_i - x_j``
         (Table 10 compares it with all pairs).
+    groups : QueryGroups, optional
+        As in :func:`pair_counts`.
 
     Returns
     -------
@@ -148,7 +164,7 @@ def preference_pairs(
     """
     which = _check_which(which)
     y = check_labels(y)
-    groups = group_queries(qid, len(y))
+    groups = _grouping(qid, groups, len(y))
     per_query = np.empty(groups.n_queries, dtype=np.int64)
     _COUNT[which](y, groups.order, groups.indptr, per_query)
     total = int(per_query.sum())

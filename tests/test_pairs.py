@@ -325,3 +325,55 @@ def test_query_sign_grams_match_brute_force(m, n_q, d, chunk, seed):
 def test_query_sign_grams_rejects_bad_chunk(chunk):
     with pytest.raises(DataError, match="chunk"):
         list(query_sign_grams(np.ones((4, 2)), np.zeros(4), chunk=chunk))
+
+
+# --------------------------------------------------------------------------
+# Validate once: a grouping built by the caller is used, not rebuilt
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", PAIR_SETS)
+@pytest.mark.parametrize("seed", range(5))
+def test_precomputed_groups_give_the_same_pairs(which, seed):
+    from refimpl._validation import group_queries
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, size=40).astype(float)
+    qid = rng.integers(0, 6, size=40)
+    groups = group_queries(qid, len(y))
+    np.testing.assert_array_equal(pair_counts(y, groups=groups, which=which),
+                                  pair_counts(y, qid, which=which))
+    a = preference_pairs(y, groups=groups, which=which)
+    b = preference_pairs(y, qid, which=which)
+    np.testing.assert_array_equal(a.i, b.i)
+    np.testing.assert_array_equal(a.j, b.j)
+
+
+def test_precomputed_groups_of_another_size_are_refused():
+    from refimpl._validation import group_queries
+
+    with pytest.raises(DataError, match="groups describes 3 documents but y has 4"):
+        pair_counts(np.arange(4.0), groups=group_queries(np.zeros(3), 3))
+
+
+@pytest.mark.parametrize("backend", ["pairs", "numpy", "tree"])
+def test_loss_groups_qid_once(monkeypatch, backend):
+    """PairwiseSquaredHinge validates and groups qid once, then passes it down."""
+    import refimpl._validation as validation
+    import refimpl.pairs as pairs_module
+    from refimpl.losses import PairwiseSquaredHinge
+
+    calls = []
+    real = validation.group_queries
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(validation, "group_queries", counting)
+    monkeypatch.setattr(pairs_module, "group_queries", counting)
+    rng = np.random.default_rng(0)
+    X = rng.random((30, 3))
+    PairwiseSquaredHinge(X, rng.integers(0, 3, 30), rng.integers(0, 4, 30),
+                         backend=backend)
+    assert len(calls) == 1

@@ -110,7 +110,8 @@ def _sum_pair_inf_norm_sq(loss):
             total += float(m @ m)
         return total
     groups = loss.groups
-    counts = pair_counts(loss.y, loss.qid, which=getattr(loss, "which", "all"))
+    counts = pair_counts(loss.y, which=getattr(loss, "which", "all"),
+                         groups=groups)
     total = 0.0
     for q in range(groups.n_queries):
         if counts[q] == 0:

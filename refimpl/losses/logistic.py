@@ -54,7 +54,7 @@ class PairwiseLogistic(CachedObjective):
         if backend not in LOSS_BACKENDS:
             raise DataError(f"backend must be one of {LOSS_BACKENDS}, got {backend!r}")
         self.backend = backend
-        self.pairs = preference_pairs(self.y, qid)
+        self.pairs = preference_pairs(self.y, groups=self.groups)
         self.n_pairs = len(self.pairs)
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)

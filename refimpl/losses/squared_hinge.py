@@ -196,7 +196,7 @@ class PairwiseSquaredHinge(CachedObjective):
         self.which = which
         self.tree_method = tree_method
         n = self.X.shape[0]
-        self.n_pairs = int(pair_counts(self.y, qid, which=which).sum())
+        self.n_pairs = int(pair_counts(self.y, which=which, groups=self.groups).sum())
         if self.n_pairs == 0:
             raise DataError(
                 "no preference pairs: no query has two documents with different "
@@ -212,7 +212,7 @@ class PairwiseSquaredHinge(CachedObjective):
             self._impl = _TreeBackend(None, n, self.margin, self.y, self.groups,
                                       method=tree_method)
         else:
-            self.pairs = preference_pairs(self.y, qid, which=which)
+            self.pairs = preference_pairs(self.y, which=which, groups=self.groups)
             self._impl = _BACKEND_CLASSES[backend](self.pairs, n, self.margin)
         self._w = None
         self._value = None
