@@ -17,8 +17,8 @@ class CachedObjective:
     """Shape check of ``w`` and the last-``fun`` cache of a smooth objective.
 
     Subclasses define ``n_features``, ``fun`` (which stores the point in
-    ``self._w``) and ``grad``; :meth:`_cached_at` tells ``grad`` whether the
-    state of ``fun`` is the one at ``w``.
+    ``self._w``) and ``grad``, which starts with :meth:`_at`; ``hess_vec``
+    starts with :meth:`_direction`.
     """
 
     _w = None
@@ -32,14 +32,22 @@ class CachedObjective:
             )
         return w
 
-    def _cached_at(self, w) -> bool:
-        """Whether the cached state of the last :meth:`fun` is at ``w``."""
-        return self._w is not None and np.array_equal(w, self._w)
+    def _at(self, w, name="w"):
+        """``w`` checked, with the state of :meth:`fun` at ``w`` cached.
 
-    def _require_fun(self):
-        """``hess_vec`` needs the state of a previous :meth:`fun`."""
+        What ``grad`` starts with: the state of the last ``fun`` is reused
+        when it was at the same ``w``, else ``fun(w)`` is called first.
+        """
+        w = self._check_w(w, name)
+        if self._w is None or not np.array_equal(w, self._w):
+            self.fun(w)
+        return w
+
+    def _direction(self, s):
+        """``s`` checked for ``hess_vec``, which needs the state of a previous :meth:`fun`."""
         if self._w is None:
             raise RuntimeError("call fun(w) before hess_vec(s)")
+        return self._check_w(s, "s")
 
     def value_grad(self, w):
         """``(fun(w), grad(w))`` in one call."""

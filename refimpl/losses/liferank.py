@@ -117,9 +117,7 @@ class LifeRankObjective(CachedObjective):
 
     def grad(self, x) -> np.ndarray:
         """``[vec(nabla_T F); nabla_w F]``."""
-        x = np.asarray(x, dtype=np.float64)
-        if not self._cached_at(x):
-            self.fun(x)
+        x = self._at(x, "x")
         T, w = self.unpack(x)
         return np.concatenate([np.outer(self._G, w).ravel(),
                                T.T @ self._G + self.lam * w])

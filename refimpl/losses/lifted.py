@@ -193,15 +193,12 @@ class FSMRankSmooth(CachedObjective):
 
     def grad(self, w) -> np.ndarray:
         """``lambda_1 A w + grad f(w)``."""
-        w = self._check_w(w)
-        if not self._cached_at(w):
-            self.fun(w)
+        w = self._at(w)
         return self.lambda1 * self._Aw + np.asarray(self.loss.grad(w), dtype=np.float64)
 
     def hess_vec(self, s) -> np.ndarray:
         """``lambda_1 A s + H_f s`` (``H_f`` at the last :meth:`fun`)."""
-        self._require_fun()
-        s = self._check_w(s, "s")
+        s = self._direction(s)
         return self.lambda1 * (self.A @ s) + np.asarray(self.loss.hess_vec(s))
 
     def lipschitz_bound(self) -> float:

@@ -99,7 +99,5 @@ class PairwiseLogistic(CachedObjective):
 
     def grad(self, v) -> np.ndarray:
         """``X^T ds``, the gradient at ``v`` (recomputed if ``v`` changed)."""
-        v = self._check_w(v, "v")
-        if not self._cached_at(v):
-            self.fun(v)
+        v = self._at(v, "v")
         return self.scale * np.asarray(self.X.T @ self._ds).ravel()

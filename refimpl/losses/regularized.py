@@ -77,9 +77,7 @@ class L2Regularized(CachedObjective):
 
     def grad(self, w) -> np.ndarray:
         """Gradient ``w + C grad loss(w)`` (Lee & Lin eq. 10)."""
-        w = self._check_w(w)
-        if not self._cached_at(w):
-            self.fun(w)
+        w = self._at(w)
         return w + self.C * np.asarray(self.loss.grad(w), dtype=np.float64)
 
     def hess_vec(self, s) -> np.ndarray:
@@ -87,6 +85,5 @@ class L2Regularized(CachedObjective):
 
         Uses the state of the last :meth:`fun`.
         """
-        self._require_fun()
-        s = self._check_w(s, "s")
+        s = self._direction(s)
         return s + self.C * np.asarray(self.loss.hess_vec(s), dtype=np.float64)

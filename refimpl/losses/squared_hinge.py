@@ -271,9 +271,7 @@ class PairwiseSquaredHinge(CachedObjective):
 
     def grad(self, w) -> np.ndarray:
         """Gradient ``-2 s sum_{SV} r_ij (x_i - x_j)`` (Lee & Lin eq. 10)."""
-        w = self._check_w(w)
-        if not self._cached_at(w):
-            self.fun(w)
+        w = self._at(w)
         return self.scale * np.asarray(self.X.T @ self._dz).ravel()
 
     def hess_vec(self, s) -> np.ndarray:
@@ -281,8 +279,7 @@ class PairwiseSquaredHinge(CachedObjective):
 
         Uses the active set of the last :meth:`fun` (Lee & Lin 2014, eq. 11).
         """
-        self._require_fun()
-        s = self._check_w(s, "s")
+        s = self._direction(s)
         t = self.scores(s)
         return self.scale * np.asarray(self.X.T @ self._impl.hess_dz(t)).ravel()
 

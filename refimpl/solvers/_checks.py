@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..exceptions import DataError
+from ._finite import check_finite
 
 
 def check_int(value, name, minimum):
@@ -15,6 +16,32 @@ def check_int(value, name, minimum):
             or value < minimum:
         raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def check_budget(max_iter, tol):
+    """``(max_iter, tol)`` as a non-negative int and a finite float ``>= 0``.
+
+    ``tol=None`` (no tolerance) passes through; anything else raises
+    ``ValueError`` naming the parameter.
+    """
+    if tol is not None:
+        tol = float(tol)
+        if not (tol >= 0 and math.isfinite(tol)):
+            raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
+    if int(max_iter) != max_iter or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    return int(max_iter), tol
+
+
+def initial_point(w0, n, solver, objective):
+    """The starting iterate: zeros for ``w0=None``, else a finite copy of shape ``(n,)``."""
+    if w0 is None:
+        return np.zeros(n)
+    w = np.array(w0, dtype=np.float64, copy=True)
+    if w.shape != (n,):
+        raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
+    check_finite(w, solver, "w0", objective)
+    return w
 
 
 def check_fenchel_loss(loss, r):

@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..losses.scaled import ScaledSmooth  # noqa: F401  (re-export: it lives in losses/)
+from ._checks import check_budget, initial_point
 from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
@@ -302,12 +303,7 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     eta = float(eta)
     if not (eta > 1 and math.isfinite(eta)):
         raise ValueError(f"eta must be finite and > 1, got {eta!r}")
-    tol = float(tol)
-    if not (tol >= 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    max_iter = int(max_iter)
+    max_iter, tol = check_budget(max_iter, tol)
     if gmap_ref is not None:
         try:
             gmap_ref = float(gmap_ref)
@@ -325,13 +321,7 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
 
     start = time.perf_counter()
     n = int(smooth.n_features)
-    if w0 is None:
-        w = np.zeros(n)
-    else:
-        w = np.array(w0, dtype=np.float64, copy=True)
-        if w.shape != (n,):
-            raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
-        _check_finite(w, "w0", smooth)
+    w = initial_point(w0, n, "APG", smooth)
     g_w0 = float(penalty.value(w))
     if not math.isfinite(g_w0):
         raise ValueError("w0 is outside the domain of the penalty (value inf)")

@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
-from ._checks import check_fenchel_loss
+from ._checks import check_budget, check_fenchel_loss
 from ._finite import check_finite
 from ._result import SolverResult
 
@@ -258,12 +258,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     computable (``eps_t`` involves ``G^*``), hence the gap in ``"theory"``.
     """
     r = check_fenchel_loss(loss, r)
-    tol = float(tol)
-    if not (tol >= 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    max_iter = int(max_iter)
+    max_iter, tol = check_budget(max_iter, tol)
     if step not in STEPS:
         raise ValueError(f"step must be one of {STEPS}, got {step!r}")
     if linesearch not in LINESEARCHES:

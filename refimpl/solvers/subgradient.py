@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._checks import check_fenchel_loss
+from ._checks import check_budget, check_fenchel_loss
 from ._finite import check_finite, safe_norm
 from ._result import SolverResult
 
@@ -71,16 +71,6 @@ def project_l1_ball(v, radius=1.0):
     rho = int(ok[-1]) + 1 if ok.size else 1  # k = 1 always qualifies (d_1 = 0)
     theta_c = (cs[rho - 1] - radius) / rho  # theta - c
     return np.sign(v) * np.maximum((av - c) - theta_c, 0.0)
-
-
-def _check_budget(max_iter, tol):
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    if tol is not None:
-        tol = float(tol)
-        if not (tol >= 0 and math.isfinite(tol)):
-            raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
-    return int(max_iter), tol
 
 
 def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
@@ -133,7 +123,7 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
         If ``tol`` is given and not reached within ``max_iter`` updates.
     """
     r = check_fenchel_loss(loss, r)
-    max_iter, tol = _check_budget(max_iter, tol)
+    max_iter, tol = check_budget(max_iter, tol)
     step0 = float(step0)
     if not (step0 > 0 and math.isfinite(step0)):
         raise ValueError(f"step0 must be positive and finite, got {step0!r}")
@@ -304,7 +294,7 @@ def truncated_gradient(loss, C, *, max_iter=1000, lr=None, gravity=1.0,
     if int(K) != K or K < 1:
         raise ValueError(f"K must be a positive integer, got {K!r}")
     K = int(K)
-    max_iter, tol = _check_budget(max_iter, tol)
+    max_iter, tol = check_budget(max_iter, tol)
     start = time.perf_counter()
     if lr is None:
         lam = _lipschitz_estimate(loss)

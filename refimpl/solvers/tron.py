@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._checks import check_budget, initial_point
 from ._finite import check_finite, safe_norm
 from ._result import SolverResult
 
@@ -204,19 +205,8 @@ def tron(
     """
     start = time.perf_counter()
     n = int(objective.n_features)
-    if w0 is None:
-        w = np.zeros(n)
-    else:
-        w = np.array(w0, dtype=np.float64, copy=True)
-        if w.shape != (n,):
-            raise ValueError(f"w0 must have shape ({n},), got {w.shape}")
-        _check_finite(w, "w0", objective)
-    tol = float(tol)
-    if not (tol >= 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    max_iter = int(max_iter)
+    w = initial_point(w0, n, "TRON", objective)
+    max_iter, tol = check_budget(max_iter, tol)
     eps_cg = float(eps_cg)
     if not 0 < eps_cg < 1:
         raise ValueError(f"eps_cg must be in (0, 1), got {eps_cg!r}")
