@@ -58,6 +58,16 @@ def _grouping(qid, groups, n):
     return groups
 
 
+def _checked_counts(y, qid, groups, which):
+    """``(which, y, groups, pairs per query)``, each checked or built once."""
+    which = _check_which(which)
+    y = check_labels(y)
+    groups = _grouping(qid, groups, len(y))
+    counts = np.empty(groups.n_queries, dtype=np.int64)
+    _COUNT[which](y, groups.order, groups.indptr, counts)
+    return which, y, groups, counts
+
+
 @dataclass(frozen=True)
 class PreferencePairs:
     """Index arrays of the preference pairs of ``(y, qid)``.
@@ -109,12 +119,7 @@ def pair_counts(y, qid=None, *, which: str = "all", groups=None) -> np.ndarray:
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    which = _check_which(which)
-    y = check_labels(y)
-    groups = _grouping(qid, groups, len(y))
-    out = np.empty(groups.n_queries, dtype=np.int64)
-    _COUNT[which](y, groups.order, groups.indptr, out)
-    return out
+    return _checked_counts(y, qid, groups, which)[3]
 
 
 def n_pairs(y, qid=None, *, which: str = "all") -> int:
@@ -162,11 +167,7 @@ def preference_pairs(
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    which = _check_which(which)
-    y = check_labels(y)
-    groups = _grouping(qid, groups, len(y))
-    per_query = np.empty(groups.n_queries, dtype=np.int64)
-    _COUNT[which](y, groups.order, groups.indptr, per_query)
+    which, y, groups, per_query = _checked_counts(y, qid, groups, which)
     total = int(per_query.sum())
     if total == 0 and require_pairs:
         raise DataError(
