@@ -82,7 +82,8 @@ SETTINGS = {
 SKIP = {
     "fsmsvm": "not run: its FSMRank stage has no iteration cap the registry can "
               "set (FSMSVM builds FSMRank(tol=1e-6, max_iter=10000)); 270 s on "
-              "the 1,000-query set, so well over the time budget at 10,000",
+              "the 1,000-query set; at 10,000 (run with --no-skip) killed at the "
+              "1,800 s timeout, peak 2.68 GB",
 }
 
 
@@ -209,7 +210,10 @@ def main(argv=None):
             method, root, out / method, args.timeout)
         setting = ",".join(grid) or "(none)"
         if row is None:
-            tail = stderr.strip().splitlines()[-1:] or [f"exit status {status}"]
+            code = os.waitstatus_to_exitcode(status)
+            tail = stderr.strip().splitlines()[-1:] or [
+                f"killed by signal {-code} (timeout {args.timeout:.0f} s)" if code < 0
+                else f"exit status {code}"]
             line = (f"{method:17s} {setting:46s} {'-':23s} {'-':>7s} {'-':>8s} "
                     f"{peak / 2**30:8.2f} {'-':>7s} {'-':>7s} {'-':>5s} {'-':>8s}  "
                     f"no result after {wall:.0f} s: {tail[0][:200]}")
