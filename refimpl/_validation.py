@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import DataError
+from .exceptions import DataError, DataTypeError
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,9 @@ def check_labels(y, n_samples: int | None = None, name: str = "y") -> np.ndarray
             f"{name} has {len(y)} entries but X has {n_samples} rows"
         )
     if y.dtype.kind not in "biuf":
-        raise DataError(f"{name} must be numeric, got dtype {y.dtype}")
+        # "Unknown label type" is scikit-learn's wording for it
+        raise DataError(f"{name} must be numeric, got dtype {y.dtype} (Unknown label "
+                        "type: relevance labels are numbers)")
     y = y.astype(np.float64)
     if not np.all(np.isfinite(y)):
         bad = int(np.flatnonzero(~np.isfinite(y))[0])
@@ -196,14 +198,26 @@ def validate_X(estimator, X, *, reset: bool, name: str = "X"):
     from sklearn.utils.validation import validate_data
 
     try:
-        X = validate_data(estimator, X, reset=reset, accept_sparse=True, dtype=None,
+        # dtype="numeric": an object array of numbers is converted as scikit-learn
+        # converts it (a non-number entry is a TypeError naming its type)
+        X = validate_data(estimator, X, reset=reset, accept_sparse=True, dtype="numeric",
                           ensure_all_finite=False, ensure_min_samples=1,
                           ensure_min_features=1)
     except DataError:
         raise
-    except (TypeError, ValueError) as err:
+    except TypeError as err:
+        raise DataTypeError(str(err)) from None
+    except ValueError as err:
         raise DataError(str(err)) from None
     return check_X(X, name)
+
+
+def check_y_given(estimator, y) -> None:
+    """``y=None`` at ``fit``: an error in scikit-learn's words (every ranker needs labels)."""
+    if y is None:
+        raise DataError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y "
+            "is None: give the relevance labels")
 
 
 def check_fit_input(estimator, X, y, qid):
@@ -211,7 +225,9 @@ def check_fit_input(estimator, X, y, qid):
 
     :func:`reset_fitted`, then :func:`validate_X` with ``reset=True``, then
     ``y`` and ``qid`` against the number of rows of ``X`` (errors name the
-    parameter and both lengths, e.g. "y has 46 entries but X has 47 rows").
+    parameter and both lengths, e.g. "y has 46 entries but X has 47 rows");
+    a single row is refused (one document forms no preference pair).
+    Records ``n_queries_in_``, the number of queries of the fit.
 
     Returns
     -------
@@ -220,8 +236,15 @@ def check_fit_input(estimator, X, y, qid):
     y : ndarray of float64
     """
     reset_fitted(estimator)
+    check_y_given(estimator, y)
     X = validate_X(estimator, X, reset=True)
     n = X.shape[0]
+    if n == 1:
+        raise DataError(
+            f"X has 1 sample (n_samples = 1): {type(estimator).__name__} learns from "
+            "preference pairs, and one document forms none")
     y = check_labels(y, n)
-    group_queries(qid, n)
+    # n_queries_in_, like n_features_in_: score() refuses qid=None after a
+    # fit on several queries
+    estimator.n_queries_in_ = group_queries(qid, n).n_queries
     return X, y

@@ -12,6 +12,16 @@ class DataError(ValueError):
     """Malformed or inconsistent ranking data (file, labels, features, queries)."""
 
 
+class DataTypeError(DataError, TypeError):
+    """Data of a type that cannot be converted to numbers (an object array holding a dict).
+
+    A :class:`DataError` that is also a ``TypeError``, as scikit-learn's
+    input validation raises it.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+
+
 class ParameterError(ValueError, TypeError):
     """A hyper-parameter of an estimator outside its accepted range or type.
 

@@ -20,6 +20,23 @@ Every ``fit`` first deletes the attributes of a previous fit, then checks
 linear model with no non-zero weight is reported by
 :class:`~refimpl.exceptions.EmptyModelWarning`, with the value of the
 regularisation parameter beyond which every weight vanishes.
+
+Hyper-parameters are declared in each class's ``_parameter_constraints``
+(scikit-learn's vocabulary) and checked by ``fit``; a bad one is a
+:class:`~refimpl.exceptions.ParameterError` naming it, its accepted range and
+the value.  Every estimator passes scikit-learn's ``check_estimator``
+(``tests/test_sklearn_api.py``).
+
+Model selection over queries: with scikit-learn's metadata routing on,
+``qid`` is requested by ``fit`` and ``score`` by default, so ::
+
+    sklearn.set_config(enable_metadata_routing=True)
+    GridSearchCV(RankSVM(), grid, cv=GroupKFold(3)).fit(X, y, groups=qid, qid=qid)
+
+fits on the training queries and scores each validation fold per query.
+Without routing, scikit-learn would call ``score`` without ``qid``; a model
+fitted on several queries (``n_queries_in_ > 1``) then refuses to score,
+rather than silently treat the fold as one query.
 """
 
 from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker

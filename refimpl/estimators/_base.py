@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import validate_X
-from ..exceptions import EmptyModelWarning, ParameterError
+from ..exceptions import DataError, EmptyModelWarning, ParameterError
 from ..metrics import mean_ndcg
 from ..solvers._finite import check_predictions
 
@@ -107,6 +107,14 @@ class _ValidatedParams:
 
     _parameter_constraints: ClassVar[dict] = {}
 
+    def __sklearn_tags__(self):
+        # X may be a scipy.sparse matrix (every estimator converts it to CSR);
+        # y (the relevance labels) is needed by every fit.
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
     def _validate_params(self):
         try:
             validate_parameter_constraints(
@@ -116,7 +124,45 @@ class _ValidatedParams:
             raise ParameterError(str(err)) from None
 
 
-class _LinearRanker(_ValidatedParams, BaseEstimator):
+class _Ranker(_ValidatedParams):
+    """``score`` of every ranker, and ``qid`` routed to ``fit`` and ``score``.
+
+    With scikit-learn's metadata routing on
+    (``sklearn.set_config(enable_metadata_routing=True)``), ``qid`` is
+    requested by ``fit`` and ``score`` by default, so that
+    ``GridSearchCV(est, grid, cv=GroupKFold(k)).fit(X, y, groups=qid, qid=qid)``
+    fits on the training folds' queries and scores each validation fold per
+    query.  Without routing, scikit-learn passes ``qid`` to ``fit`` but not to
+    ``score``, which would then treat the whole fold as one query and report
+    a different (wrong) number: ``score`` refuses ``qid=None`` for a model
+    fitted on more than one query (``n_queries_in_ > 1``).
+    """
+
+    __metadata_request__fit: ClassVar[dict] = {"qid": True}
+    __metadata_request__score: ClassVar[dict] = {"qid": True}
+
+    def score(self, X, y, qid=None):
+        """Mean NDCG (LETOR 4.0 convention) of the predicted ranking, per query.
+
+        Raises
+        ------
+        DataError
+            If ``qid`` is None but the model was fitted on several queries:
+            the documents of ``X`` would be scored as one query.
+        """
+        n_queries = getattr(self, "n_queries_in_", 1)
+        if qid is None and n_queries > 1:
+            raise DataError(
+                f"{type(self).__name__}.score got no qid, but the model was fitted on "
+                f"{n_queries} queries: without qid every document of X counts as one "
+                "query and the mean NDCG is not the per-query one. Pass qid; in "
+                "GridSearchCV / cross_validate turn metadata routing on "
+                "(sklearn.set_config(enable_metadata_routing=True)) so that qid "
+                "reaches score")
+        return mean_ndcg(y, self.predict(X), qid)
+
+
+class _LinearRanker(_Ranker, BaseEstimator):
     """Shared ``predict`` / ``score`` of the linear rankers.
 
     ``predict`` checks ``X`` as scikit-learn does (``refimpl._validation.validate_X``):
@@ -130,10 +176,6 @@ class _LinearRanker(_ValidatedParams, BaseEstimator):
         X = validate_X(self, X, reset=False)
         return check_predictions(np.asarray(X @ self.coef_).ravel(),
                                  type(self).__name__, X, self.coef_)
-
-    def score(self, X, y, qid=None):
-        """Mean NDCG (LETOR 4.0 convention) of the predicted ranking."""
-        return mean_ndcg(y, self.predict(X), qid)
 
 
 def _grad_at_zero(loss):

@@ -15,8 +15,15 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_ranking_data, check_X
+from .._validation import (
+    check_labels,
+    check_y_given,
+    group_queries,
+    reset_fitted,
+    validate_X,
+)
 from ._base import (
     COUNT,
     DEPRECATED,
@@ -25,8 +32,8 @@ from ._base import (
     POSITIVE,
     SEED,
     _Interval,
+    _Ranker,
     _renamed,
-    _ValidatedParams,
     deprecated_alias,
 )
 from .liferank import LifeRank
@@ -35,7 +42,22 @@ from .ranksvm import RankSVM
 __all__ = ["LambdaMART", "LifeRankPipeline", "LinearRegressionRanker"]
 
 
-class LinearRegressionRanker(_ValidatedParams, BaseEstimator):
+def _check_input(estimator, X, y, qid):
+    """``(X, y, groups)`` checked at the boundary as the linear rankers check them.
+
+    ``n_features_in_`` (and ``feature_names_in_``) recorded for ``predict``;
+    no pair is needed, so a single document is accepted.
+    """
+    reset_fitted(estimator)
+    check_y_given(estimator, y)
+    X = validate_X(estimator, X, reset=True)
+    y = check_labels(y, X.shape[0])
+    groups = group_queries(qid, X.shape[0])
+    estimator.n_queries_in_ = groups.n_queries
+    return X, y, groups
+
+
+class LinearRegressionRanker(_Ranker, BaseEstimator):
     """Pointwise least squares on the labels, as a ranker (``qid`` ignored).
 
     The "Linear Regression" learning-to-rank baseline of Pandey et al.
@@ -55,7 +77,7 @@ class LinearRegressionRanker(_ValidatedParams, BaseEstimator):
         from sklearn.linear_model import LinearRegression
 
         self._validate_params()
-        X, y, _ = check_ranking_data(X, y, qid)
+        X, y, _ = _check_input(self, X, y, qid)
         model = LinearRegression().fit(X, y)
         self.coef_ = np.asarray(model.coef_, dtype=np.float64)
         self.intercept_ = float(model.intercept_)
@@ -64,11 +86,12 @@ class LinearRegressionRanker(_ValidatedParams, BaseEstimator):
 
     def predict(self, X):
         """Scores ``X @ coef_`` (the intercept does not change a ranking)."""
-        X = check_X(X)
+        check_is_fitted(self)
+        X = validate_X(self, X, reset=False)
         return np.asarray(X @ self.coef_).ravel()
 
 
-class LambdaMART(_ValidatedParams, BaseEstimator):
+class LambdaMART(_Ranker, BaseEstimator):
     """LightGBM's LambdaMART (``LGBMRanker``, objective ``lambdarank``).
 
     A non-linear reference (Burges 2010; Ke et al. 2017): gradient-boosted
@@ -118,7 +141,7 @@ class LambdaMART(_ValidatedParams, BaseEstimator):
         from lightgbm import LGBMRanker
 
         self._validate_params()
-        X, y, groups = check_ranking_data(X, y, qid)
+        X, y, groups = _check_input(self, X, y, qid)
         order = groups.order
         model = LGBMRanker(
             objective="lambdarank", n_estimators=int(self.n_estimators),
@@ -137,11 +160,12 @@ class LambdaMART(_ValidatedParams, BaseEstimator):
 
     def predict(self, X):
         """Scores of the boosted trees."""
-        X = check_X(X)
+        check_is_fitted(self)
+        X = validate_X(self, X, reset=False)
         return np.asarray(self.model_.predict(X), dtype=np.float64)
 
 
-class LifeRankPipeline(_ValidatedParams, BaseEstimator):
+class LifeRankPipeline(_Ranker, BaseEstimator):
     """LifeRank's extracted features, then a linear ranker on them.
 
     Pandey et al. (2018, Section 5.3) evaluate LifeRank by training RankSVM
@@ -196,7 +220,7 @@ class LifeRankPipeline(_ValidatedParams, BaseEstimator):
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
         self._validate_params()
-        X = check_X(X)
+        X, y, _ = _check_input(self, X, y, qid)
         life = LifeRank(n_components=self.n_components, lam=self.lam,
                         lr=self.lr, max_iter=self.max_iter,
                         random_state=_renamed(self, "random_state", "seed"))
@@ -213,5 +237,6 @@ class LifeRankPipeline(_ValidatedParams, BaseEstimator):
 
     def predict(self, X):
         """Scores ``X T v``."""
-        X = check_X(X)
+        check_is_fitted(self)
+        X = validate_X(self, X, reset=False)
         return np.asarray(X @ self.coef_).ravel()

@@ -39,8 +39,8 @@ from ._base import (
     POSITIVE,
     SEED,
     _check_at_most,
+    _Ranker,
     _renamed,
-    _ValidatedParams,
     deprecated_alias,
     options,
 )
@@ -48,7 +48,7 @@ from ._base import (
 __all__ = ["LifeRank"]
 
 
-class LifeRank(_ValidatedParams, TransformerMixin, BaseEstimator):
+class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
 
     ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
