@@ -18,6 +18,13 @@ def check_int(value, name, minimum):
     return int(value)
 
 
+def check_choice(value, name, allowed, error=ValueError):
+    """``value`` if it is one of ``allowed``, else ``error`` naming ``name`` and the choices."""
+    if value not in allowed:
+        raise error(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def check_budget(max_iter, tol):
     """``(max_iter, tol)`` as a non-negative int and a finite float ``>= 0``.
 

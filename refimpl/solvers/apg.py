@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..losses.scaled import ScaledSmooth  # noqa: F401  (re-export: it lives in losses/)
-from ._checks import check_budget, initial_point
+from ._checks import check_budget, check_choice, initial_point
 from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
@@ -294,12 +294,9 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     ``w_k``; when ``z_{k+1} = w_k`` (ISTA, a restart, ``k = 1``) the value
     at ``w_k`` is reused and only ``grad`` is called.
     """
-    if line_search not in LINE_SEARCHES:
-        raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
-    if restart not in RESTARTS:
-        raise ValueError(f"restart must be one of {RESTARTS}, got {restart!r}")
-    if stop not in STOPS:
-        raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+    check_choice(line_search, "line_search", LINE_SEARCHES)
+    check_choice(restart, "restart", RESTARTS)
+    check_choice(stop, "stop", STOPS)
     eta = float(eta)
     if not (eta > 1 and math.isfinite(eta)):
         raise ValueError(f"eta must be finite and > 1, got {eta!r}")

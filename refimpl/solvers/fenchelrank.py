@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
-from ._checks import check_budget, check_fenchel_loss
+from ._checks import check_budget, check_choice, check_fenchel_loss
 from ._finite import check_finite
 from ._result import SolverResult
 
@@ -259,10 +259,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     """
     r = check_fenchel_loss(loss, r)
     max_iter, tol = check_budget(max_iter, tol)
-    if step not in STEPS:
-        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-    if linesearch not in LINESEARCHES:
-        raise ValueError(f"linesearch must be one of {LINESEARCHES}, got {linesearch!r}")
+    check_choice(step, "step", STEPS)
+    check_choice(linesearch, "linesearch", LINESEARCHES)
     pairs = loss.pair_indices()
     if linesearch == "auto":
         linesearch = "pairs" if pairs is not None else "newton"

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_nonnegative, check_positive
 from ..exceptions import DataError
-from ._checks import check_int
+from ._checks import check_choice, check_int
 from ._finite import check_finite, safe_norm
 from ._result import SolverResult
 from .bdmm import UPDATES, BDMMResult, bdmm
@@ -189,12 +189,9 @@ def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
         (eq. 5), ``loss`` (its pairwise part), ``lagrangian``, ``violation``
         (``||T^T T - I||_F``), ``grad_norm``, ``multiplier_norm``, ``time``.
     """
-    if constraint not in CONSTRAINTS:
-        raise DataError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}")
-    if retraction not in RETRACTIONS:
-        raise DataError(f"retraction must be one of {RETRACTIONS}, got {retraction!r}")
-    if update not in UPDATES:
-        raise DataError(f"update must be one of {UPDATES}, got {update!r}")
+    check_choice(constraint, "constraint", CONSTRAINTS, DataError)
+    check_choice(retraction, "retraction", RETRACTIONS, DataError)
+    check_choice(update, "update", UPDATES, DataError)
     lr = check_positive(lr, "lr")
     max_iter = check_int(max_iter, "max_iter", 0)
     tol = check_nonnegative(tol, "tol")
