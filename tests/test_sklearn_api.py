@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import refimpl.estimators as E
 from refimpl.data import make_synthetic_letor
-from refimpl.exceptions import DataError, EmptyModelWarning
+from refimpl.exceptions import DataError, EmptyModelWarning, ParameterError
 from refimpl.metrics import mean_ndcg
 
 #: Every public estimator, with small, fast settings.
@@ -150,3 +150,28 @@ def test_score_without_qid_after_a_one_query_fit_is_one_query(letor):
     m = E.RankSVM().fit(X, y)
     assert m.n_queries_in_ == 1
     assert m.score(X, y) == pytest.approx(mean_ndcg(y, m.predict(X)), abs=0)
+
+
+def test_pipeline_routes_qid_to_the_ranker(letor, routing):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, qid = letor
+    pipe = make_pipeline(StandardScaler(), E.RankSVM(C=0.1)).fit(X, y, qid=qid)
+    alone = E.RankSVM(C=0.1).fit(StandardScaler().fit_transform(X), y, qid)
+    np.testing.assert_array_equal(pipe[-1].coef_, alone.coef_)
+    assert pipe.score(X, y, qid=qid) == mean_ndcg(y, pipe.predict(X), qid)
+    with pytest.raises(ParameterError, match="takes no sample_weight"):
+        alone.score(X, y, qid=qid, sample_weight=np.ones(len(y)))
+
+    cv = GroupKFold(3)
+    search = GridSearchCV(make_pipeline(StandardScaler(), E.RankSVM()),
+                          {"ranksvm__C": [0.1, 1.0]}, cv=cv, error_score="raise")
+    search.fit(X, y, groups=qid, qid=qid)
+    for C, got in zip([0.1, 1.0], search.cv_results_["mean_test_score"], strict=True):
+        folds = []
+        for train, test in cv.split(X, y, qid):
+            scaler = StandardScaler().fit(X[train])
+            m = E.RankSVM(C=C).fit(scaler.transform(X[train]), y[train], qid[train])
+            folds.append(mean_ndcg(y[test], m.predict(scaler.transform(X[test])), qid[test]))
+        assert got == pytest.approx(np.mean(folds), abs=1e-12)

@@ -141,15 +141,26 @@ class _Ranker(_ValidatedParams):
     __metadata_request__fit: ClassVar[dict] = {"qid": True}
     __metadata_request__score: ClassVar[dict] = {"qid": True}
 
-    def score(self, X, y, qid=None):
+    def score(self, X, y, qid=None, sample_weight=None):
         """Mean NDCG (LETOR 4.0 convention) of the predicted ranking, per query.
+
+        ``sample_weight`` exists only because scikit-learn's ``Pipeline.score``
+        passes ``sample_weight=None`` on (with metadata routing on, a final
+        step without it fails); per-document weights have no meaning for a
+        per-query NDCG, so any other value is refused.
 
         Raises
         ------
         DataError
             If ``qid`` is None but the model was fitted on several queries:
             the documents of ``X`` would be scored as one query.
+        ParameterError
+            If ``sample_weight`` is given.
         """
+        if sample_weight is not None:
+            raise ParameterError(
+                f"{type(self).__name__}.score takes no sample_weight (the mean NDCG "
+                "weighs every query equally), got an array")
         n_queries = getattr(self, "n_queries_in_", 1)
         if qid is None and n_queries > 1:
             raise DataError(
