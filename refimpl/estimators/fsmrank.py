@@ -29,15 +29,13 @@ from ._base import (
     DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
-    _check_at_most,
     _grad_at_zero,
     _LinearRanker,
-    _renamed,
     _warn_empty,
     deprecated_alias,
     options,
 )
-from .ranksvm import _fit_ranksvm_on
+from .ranksvm import _TwoStage
 
 __all__ = ["FSMSVM", "FSMRank"]
 
@@ -223,7 +221,7 @@ class FSMRank(_LinearRanker):
         return self
 
 
-class FSMSVM(_LinearRanker):
+class FSMSVM(_TwoStage):
     """FSMSVM: the top-t features of FSMRank, then RankSVM on them (Lai et al. 2013).
 
     The second baseline of Section IV-D1: fit :class:`FSMRank`, sort the
@@ -276,14 +274,8 @@ class FSMSVM(_LinearRanker):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        reset_fitted(self)
-        self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        t = _check_at_most(
-            self, "n_features_to_select",
-            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
-            "the number of features")
+        X, y, t = self._check_fit(X, y, qid)
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
         self.fsmrank_ = fsm
-        return _fit_ranksvm_on(self, X, y, qid, selected)
+        return self._fit_ranksvm_on(X, y, qid, selected)

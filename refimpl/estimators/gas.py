@@ -7,11 +7,9 @@ from typing import ClassVar
 import numpy as np
 
 from .._validation import (
-    check_fit_input,
     check_labels,
     check_X,
     group_queries,
-    reset_fitted,
 )
 from ..exceptions import ParameterError
 from ..fsmrank import feature_ndcg, gas_select, kendall_similarity
@@ -20,12 +18,9 @@ from ._base import (
     DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
-    _check_at_most,
-    _LinearRanker,
-    _renamed,
     deprecated_alias,
 )
-from .ranksvm import _fit_ranksvm_on
+from .ranksvm import _TwoStage
 
 __all__ = ["GASRanker", "gas_e"]
 
@@ -96,7 +91,7 @@ def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     return selected
 
 
-class GASRanker(_LinearRanker):
+class GASRanker(_TwoStage):
     """GAS-E: GAS feature selection, then RankSVM on the selected features.
 
     The two-stage baseline of Lai et al. (2013), Section IV-D1 (GAS of Geng
@@ -149,14 +144,8 @@ class GASRanker(_LinearRanker):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        reset_fitted(self)
-        self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        t = _check_at_most(
-            self, "n_features_to_select",
-            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
-            "the number of features")
+        X, y, t = self._check_fit(X, y, qid)
         selected, importance, similarity = _gas(X, y, qid, t, self.c)
         self.importance_ = importance
         self.similarity_ = similarity
-        return _fit_ranksvm_on(self, X, y, qid, selected)
+        return self._fit_ranksvm_on(X, y, qid, selected)

@@ -12,7 +12,15 @@ from ..losses import L2Regularized, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import PAIR_SETS
 from ..solvers.tron import tron
-from ._base import COUNT, POSITIVE, _LinearRanker, _warn_empty, options
+from ._base import (
+    COUNT,
+    POSITIVE,
+    _check_at_most,
+    _LinearRanker,
+    _renamed,
+    _warn_empty,
+    options,
+)
 
 #: Structures of the tree backend (see :class:`refimpl.losses.PairwiseSquaredHinge`).
 TREE_METHODS = ("selection_tree", "avl", "direct", "prsvm")
@@ -133,15 +141,29 @@ class RankSVM(_LinearRanker):
         return self
 
 
-def _fit_ranksvm_on(estimator, X, y, qid, selected):
-    """Second stage of GAS-E and FSMSVM: RankSVM on the columns ``selected``."""
-    svm = RankSVM(C=estimator.C).fit(X[:, selected], y, qid)
-    coef = np.zeros(X.shape[1])
-    coef[selected] = svm.coef_
-    estimator.coef_ = coef
-    estimator.selected_ = selected
-    estimator.ranksvm_ = svm
-    estimator.n_iter_ = svm.n_iter_
-    estimator.converged_ = svm.converged_
-    estimator.history_ = svm.history_
-    return estimator
+class _TwoStage(_LinearRanker):
+    """A feature selection, then :class:`RankSVM` on the selected columns (GAS-E, FSMSVM)."""
+
+    def _check_fit(self, X, y, qid):
+        """Validated ``(X, y, t)``: ``t`` the number of features to select."""
+        reset_fitted(self)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, qid)
+        t = _check_at_most(
+            self, "n_features_to_select",
+            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
+            "the number of features")
+        return X, y, t
+
+    def _fit_ranksvm_on(self, X, y, qid, selected):
+        """The second stage: RankSVM on the columns ``selected``."""
+        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
+        coef = np.zeros(X.shape[1])
+        coef[selected] = svm.coef_
+        self.coef_ = coef
+        self.selected_ = selected
+        self.ranksvm_ = svm
+        self.n_iter_ = svm.n_iter_
+        self.converged_ = svm.converged_
+        self.history_ = svm.history_
+        return self
