@@ -60,13 +60,9 @@ from .solvers.stiefel import (  # noqa: F401  (re-export)
 )
 
 __all__ = [
-    "INITS",
+    "INITS",  # noqa: F822  (lazy re-export, see __getattr__)
     "LifeRank",  # noqa: F822  (lazy re-export, see __getattr__)
 ]
-
-#: Starting ``T``: i.i.d. ``N(0, 1/n)`` entries, those orthonormalised, or
-#: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
-INITS = ("random", "orthonormal", "uniform")
 
 # --------------------------------------------------------------------------
 # The estimator lives in refimpl.estimators.liferank
@@ -75,7 +71,7 @@ INITS = ("random", "orthonormal", "uniform")
 
 def __getattr__(name):
     # Lazy, because refimpl.estimators.liferank imports this module.
-    if name == "LifeRank":
-        from .estimators.liferank import LifeRank
-        return LifeRank
+    if name in ("INITS", "LifeRank"):
+        from .estimators import liferank
+        return getattr(liferank, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,17 +10,9 @@ from .._validation import (
     check_fit_input,
     reset_fitted,
 )
-from ..fsmrank import (
-    PSD_MODES,
-    FSMRankSmooth,
-    LiftedLoss,
-    convexify_similarity,
-    lift_importance,
-    lift_similarity,
-    pearson_importance,
-    pearson_similarity,
-)
-from ..losses import PairwiseSquaredHinge
+from ..features import pearson_importance, pearson_similarity
+from ..fsmrank import PSD_MODES, convexify_similarity, lift_importance, lift_similarity
+from ..losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..penalties import NonNegWeightedL1
 from ..solvers.apg import apg

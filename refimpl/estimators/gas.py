@@ -12,7 +12,7 @@ from .._validation import (
     group_queries,
 )
 from ..exceptions import ParameterError
-from ..fsmrank import feature_ndcg, gas_select, kendall_similarity
+from ..features import feature_ndcg, gas_select, kendall_similarity
 from ._base import (
     COUNT,
     DEPRECATED,

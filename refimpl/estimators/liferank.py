@@ -20,18 +20,11 @@ from .._validation import (
     reset_fitted,
     validate_X,
 )
-from ..liferank import (
-    CONSTRAINTS,
-    INITS,
-    RETRACTIONS,
-    LifeRankObjective,
-    PairwiseLogistic,
-    liferank_solve,
-    orthonormality_error,
-    stiefel_retraction,
-)
+from ..losses import LifeRankObjective, PairwiseLogistic
 from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_message
 from ..solvers.bdmm import UPDATES
+from ..solvers.liferank import CONSTRAINTS, liferank_solve
+from ..solvers.stiefel import RETRACTIONS, orthonormality_error, stiefel_retraction
 from ._base import (
     COUNT,
     DEPRECATED,
@@ -45,7 +38,11 @@ from ._base import (
     options,
 )
 
-__all__ = ["LifeRank"]
+__all__ = ["INITS", "LifeRank"]
+
+#: Starting ``T``: i.i.d. ``N(0, 1/n)`` entries, those orthonormalised, or
+#: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
+INITS = ("random", "orthonormal", "uniform")
 
 
 class LifeRank(_Ranker, TransformerMixin, BaseEstimator):

@@ -16,11 +16,11 @@ from .._validation import (
     reset_fitted,
 )
 from ..exceptions import DataError, ParameterError
-from ..losses import PairwiseSquaredHinge
+from ..losses import PairwiseSquaredHinge, ScaledSmooth
 from ..losses.squared_hinge import BACKENDS
 from ..nonconvex import make_concave_penalty
 from ..penalties import L1, WeightedL1
-from ..solvers.apg import LINE_SEARCHES, RESTARTS, ScaledSmooth, apg, lipschitz_constant
+from ..solvers.apg import LINE_SEARCHES, RESTARTS, apg, lipschitz_constant
 from ..solvers.reweighted import reweighted_l1
 from ._base import (
     COUNT,
