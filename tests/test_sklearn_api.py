@@ -175,3 +175,23 @@ def test_pipeline_routes_qid_to_the_ranker(letor, routing):
             m = E.RankSVM(C=C).fit(scaler.transform(X[train]), y[train], qid[train])
             folds.append(mean_ndcg(y[test], m.predict(scaler.transform(X[test])), qid[test]))
         assert got == pytest.approx(np.mean(folds), abs=1e-12)
+
+
+def test_estimators_import_no_floor_above_them():
+    """refimpl/estimators/ imports data, pairs, metrics, losses, solvers ... never experiments."""
+    import ast
+    from pathlib import Path
+
+    package = Path(E.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                parent = {0: "", 1: "refimpl.estimators", 2: "refimpl"}[node.level]
+                target = ".".join(filter(None, [parent, node.module]))
+                names = [target] + [f"{target}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith(("refimpl.experiments", "experiments"))
+                           for n in names), f"{path.name} imports {names}"
