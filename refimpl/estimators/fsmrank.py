@@ -230,6 +230,10 @@ class FSMSVM(_TwoStage):
         FSMRank's l1 weight (eq. 1), default as :class:`FSMRank`'s.
     C : float, default 1.0
         RankSVM loss weight.
+    tol, max_iter : float, int, default 1e-6, 10000
+        The FSMRank stage's stopping tolerance and iteration budget (those of
+        :class:`FSMRank`); a cap makes the first stage affordable at
+        MSLR-WEB10K size.
     n_features :
         Deprecated former name of ``n_features_to_select`` (still accepted,
         with a ``FutureWarning``).
@@ -254,20 +258,25 @@ class FSMSVM(_TwoStage):
         "lambda1": [NONNEGATIVE],
         "lambda2": [NONNEGATIVE],
         "C": [POSITIVE],
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
     }
 
     def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,
-                 n_features=DEPRECATED):
+                 tol=1e-6, max_iter=10000, n_features=DEPRECATED):
         self.n_features_to_select = n_features_to_select
         self.n_features = n_features
         self.lambda1 = lambda1
         self.lambda2 = lambda2
         self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         X, y, t = self._check_fit(X, y, qid)
-        fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2).fit(X, y, qid)
+        fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2, tol=self.tol,
+                      max_iter=self.max_iter).fit(X, y, qid)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
         self.fsmrank_ = fsm
         return self._fit_ranksvm_on(X, y, qid, selected)

@@ -439,7 +439,8 @@ register(Method(
     fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
     description="top-t FSMRank features, then RankSVM (FSMSVM)",
     ranges={"n_features": _COUNT, "lambda1": _NONNEGATIVE,
-            "lambda2": _NONNEGATIVE, "C": _POSITIVE},
+            "lambda2": _NONNEGATIVE, "C": _POSITIVE, "tol": _POSITIVE,
+            "max_iter": _COUNT},
 ))
 register(Method(
     name="ranksvm-l1", factory=_sparse_ranksvm,
