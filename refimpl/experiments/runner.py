@@ -358,8 +358,11 @@ def validate_config(config):
         if config.reduced and method.reduced_grid is None:
             grid = {k: list(v)[:1] for k, v in method.grid.items()}
         for param, values in (config.grids.get(name) or {}).items():
-            if param not in method.grid and param not in method.fixed:
-                accepted = ", ".join(list(method.grid) + list(method.fixed)) or "none"
+            # a parameter the method declares a range for may be set too (an
+            # iteration cap, say), beside its grid and fixed ones
+            known = dict.fromkeys([*method.grid, *method.fixed, *method.ranges])
+            if param not in known:
+                accepted = ", ".join(known) or "none"
                 raise DataError(
                     f"method {name!r} has no parameter {param!r}; accepted: {accepted}"
                 )
