@@ -65,10 +65,11 @@ import time
 import warnings
 
 import numpy as np
+from _letor import mq2008_datasets
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl import fsmrank
-from refimpl.data import load_letor_fold, make_synthetic_letor
+from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FSMRank, SparseRankSVM
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
@@ -420,18 +421,7 @@ def warm_up():
 
 
 def datasets():
-    syn = make_synthetic_letor(n_queries=470, docs_per_query=(5, 36),
-                               n_informative=6, n_redundant=10, n_noise=30, seed=0)
-    yield "synthetic (MQ2008-fold shape, seed 0)", syn.X, syn.y, syn.qid
-    if not os.environ.get("LETOR_HOME"):
-        print("\n(MQ2008 Fold1 skipped: LETOR_HOME is not set)")
-        return
-    try:
-        fold = load_letor_fold("MQ2008", 1)
-    except FileNotFoundError as exc:
-        print(f"\n(MQ2008 not available: {exc})")
-    else:
-        yield "MQ2008 Fold1 train", *fold.train
+    return mq2008_datasets("synthetic (MQ2008-fold shape, seed 0)")
 
 
 def main(argv=None):

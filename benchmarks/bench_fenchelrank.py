@@ -64,10 +64,11 @@ import types
 import warnings
 
 import numpy as np
+from _letor import mq2008_datasets
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl import pairs
-from refimpl.data import load_letor_fold, make_synthetic_letor
+from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FenchelRank
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.solvers.fenchelrank import fenchelrank
@@ -206,20 +207,7 @@ def warm_up():
 
 
 def datasets_a():
-    syn = make_synthetic_letor(
-        n_queries=470, docs_per_query=(5, 36), n_informative=6,
-        n_redundant=10, n_noise=30, seed=0,
-    )
-    yield "synthetic (MQ2008-fold shape)", syn.X, syn.y, syn.qid
-    if not os.environ.get("LETOR_HOME"):
-        print("\n(MQ2008 Fold1 skipped: LETOR_HOME is not set)")
-        return
-    try:
-        fold = load_letor_fold("MQ2008", 1)
-    except FileNotFoundError as exc:
-        print(f"\n(MQ2008 not available: {exc})")
-    else:
-        yield "MQ2008 Fold1 train", *fold.train
+    return mq2008_datasets()
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,6 @@ set of the same shape.  Run with ``make bench`` or
 """
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -40,10 +39,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _letor import mq2008_datasets  # noqa: E402
 from _timing import interleaved  # noqa: E402
 
-from refimpl.data import load_letor_fold, make_synthetic_letor  # noqa: E402
-from refimpl.exceptions import DatasetNotFoundError  # noqa: E402
 from refimpl.liferank import (  # noqa: E402
     LifeRankObjective,
     PairwiseLogistic,
@@ -57,17 +55,7 @@ LR = 0.1
 
 
 def datasets():
-    syn = make_synthetic_letor(n_queries=470, docs_per_query=(5, 36),
-                               n_informative=6, n_redundant=10, n_noise=30,
-                               seed=0)
-    yield "synthetic (MQ2008-fold shape)", syn.X, syn.y, syn.qid
-    if os.environ.get("LETOR_HOME"):
-        try:
-            fold = load_letor_fold("MQ2008", 1)
-        except DatasetNotFoundError as exc:
-            print(f"(MQ2008 not available: {exc})")
-        else:
-            yield "MQ2008 Fold1 train", *fold.train
+    return mq2008_datasets(indent="")
 
 
 class MaterialisedObjective:

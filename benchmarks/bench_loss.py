@@ -11,32 +11,20 @@ only in the pair part (residuals, active set, accumulation into ``dz``).  So
 the script prints the ratio for the pair part alone and end to end.
 """
 
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _letor import mq2008_datasets  # noqa: E402
 from _timing import interleaved  # noqa: E402
 
-from refimpl.data import load_letor_fold, make_synthetic_letor  # noqa: E402
 from refimpl.losses import PairwiseSquaredHinge  # noqa: E402
 
 
 def datasets():
-    syn = make_synthetic_letor(
-        n_queries=470, docs_per_query=(5, 36), n_informative=6,
-        n_redundant=10, n_noise=30, seed=0,
-    )
-    yield "synthetic (MQ2008-fold shape)", syn.X, syn.y, syn.qid
-    if os.environ.get("LETOR_HOME"):
-        try:
-            fold = load_letor_fold("MQ2008", 1)
-        except FileNotFoundError as exc:
-            print(f"(MQ2008 not available: {exc})")
-        else:
-            yield "MQ2008 Fold1 train", *fold.train
+    return mq2008_datasets(indent="")
 
 
 def main():

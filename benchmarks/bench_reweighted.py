@@ -53,11 +53,11 @@ import time
 import warnings
 
 import numpy as np
+from _letor import mq2008_fold1_train, mq2008_shaped
 from sklearn.exceptions import ConvergenceWarning
 
-from refimpl.data import load_letor_fold, make_synthetic_letor
+from refimpl.data import make_synthetic_letor
 from refimpl.estimators import SparseRankSVM
-from refimpl.exceptions import DatasetNotFoundError
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.pairs import n_pairs, pair_difference_matrix
@@ -217,20 +217,13 @@ def warm_up():
 
 def datasets(args):
     if "synthetic" not in args.skip:
-        syn = make_synthetic_letor(n_queries=args.n_queries, docs_per_query=(5, 36),
-                                   n_informative=6, n_redundant=10, n_noise=30, seed=0)
+        syn = mq2008_shaped(args.n_queries)
         yield "synthetic", syn.X, syn.y, syn.qid, args.rounds
     if "mq2008" in args.skip:
         return
-    if not os.environ.get("LETOR_HOME"):
-        print("\n(MQ2008 Fold1 skipped: LETOR_HOME is not set)")
-        return
-    try:
-        fold = load_letor_fold("MQ2008", 1)
-    except DatasetNotFoundError as exc:
-        print(f"\n(MQ2008 not available: {exc})")
-    else:
-        yield "MQ2008 Fold1", *fold.train, args.rounds_mq
+    fold = mq2008_fold1_train()
+    if fold is not None:
+        yield "MQ2008 Fold1", *fold, args.rounds_mq
 
 
 def main(argv=None):
