@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -266,6 +267,34 @@ def _rank_order(y_g, s_g, qcode, ties):
     return np.lexsort((tie_key, -s_g, qcode))
 
 
+class _Ranked(NamedTuple):
+    """Checked arguments of a graded measure, documents grouped and ranked."""
+
+    conv: EvalConvention
+    ks: np.ndarray
+    scalar: bool
+    y: np.ndarray  # labels grouped by query
+    s: np.ndarray  # scores grouped by query
+    qcode: np.ndarray
+    indptr: np.ndarray
+    order: np.ndarray  # the grouped documents in ranked order per query
+
+
+def _rank(y, scores, qid, convention, ties, k=1, k_name="k"):
+    """The common start of NDCG, P@k and AP: check, group, rank.
+
+    The checks run in this order (convention, ties, cutoffs, data), so a call
+    with several bad arguments reports the same one whichever measure it is.
+    """
+    conv = _get_convention(convention)
+    ties = _check_ties(ties)
+    ks, scalar = _check_ks(k, name=k_name)
+    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
+    _check_graded(y_g)
+    order = _rank_order(y_g, s_g, qcode, ties)
+    return _Ranked(conv, ks, scalar, y_g, s_g, qcode, groups.indptr, order)
+
+
 def _gains(y, conv):
     if conv.gain == "exp2":
         with np.errstate(over="ignore"):
@@ -376,14 +405,9 @@ def ndcg_at_k(y, scores, qid=None, k=10, *, convention="letor4",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    conv = _get_convention(convention)
-    ties = _check_ties(ties)
-    ks, scalar = _check_ks(k)
-    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    _check_graded(y_g)
-    order = _rank_order(y_g, s_g, qcode, ties)
-    table, _ = _ndcg_tables(y_g, qcode, groups.indptr, order, ks, conv)
-    return _reduce(table, scalar, per_query)
+    r = _rank(y, scores, qid, convention, ties, k)
+    table, _ = _ndcg_tables(r.y, r.qcode, r.indptr, r.order, r.ks, r.conv)
+    return _reduce(table, r.scalar, per_query)
 
 
 def mean_ndcg(y, scores, qid=None, *, convention="letor4", ties="input",
@@ -413,13 +437,8 @@ def mean_ndcg(y, scores, qid=None, *, convention="letor4", ties="input",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    conv = _get_convention(convention)
-    ties = _check_ties(ties)
-    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    _check_graded(y_g)
-    order = _rank_order(y_g, s_g, qcode, ties)
-    ks = np.ones(1, dtype=np.int64)
-    _, per_q = _ndcg_tables(y_g, qcode, groups.indptr, order, ks, conv)
+    r = _rank(y, scores, qid, convention, ties)
+    _, per_q = _ndcg_tables(r.y, r.qcode, r.indptr, r.order, r.ks, r.conv)
     return per_q if per_query else float(per_q.mean())
 
 
@@ -448,14 +467,9 @@ def precision_at_k(y, scores, qid=None, k=10, *, convention="letor4",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    conv = _get_convention(convention)
-    ties = _check_ties(ties)
-    ks, scalar = _check_ks(k)
-    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    _check_graded(y_g)
-    order = _rank_order(y_g, s_g, qcode, ties)
-    table, _ = _precision_tables(y_g, groups.indptr, order, ks, conv)
-    return _reduce(table, scalar, per_query)
+    r = _rank(y, scores, qid, convention, ties, k)
+    table, _ = _precision_tables(r.y, r.indptr, r.order, r.ks, r.conv)
+    return _reduce(table, r.scalar, per_query)
 
 
 def average_precision(y, scores, qid=None, *, convention="letor4",
@@ -488,13 +502,8 @@ def average_precision(y, scores, qid=None, *, convention="letor4",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    conv = _get_convention(convention)
-    ties = _check_ties(ties)
-    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    _check_graded(y_g)
-    order = _rank_order(y_g, s_g, qcode, ties)
-    ks = np.ones(1, dtype=np.int64)
-    _, per_q = _precision_tables(y_g, groups.indptr, order, ks, conv)
+    r = _rank(y, scores, qid, convention, ties)
+    _, per_q = _precision_tables(r.y, r.indptr, r.order, r.ks, r.conv)
     return per_q if per_query else float(per_q.mean())
 
 
@@ -707,14 +716,10 @@ def evaluate(y, scores, qid=None, *, ks=(1, 3, 5, 10), convention="letor4",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    conv = _get_convention(convention)
-    ties = _check_ties(ties)
-    ks_arr, _ = _check_ks(ks, name="ks")
-    y_g, s_g, qcode, groups = _prepare(y, scores, qid)
-    _check_graded(y_g)
-    order = _rank_order(y_g, s_g, qcode, ties)
-    nd, nd_mean = _ndcg_tables(y_g, qcode, groups.indptr, order, ks_arr, conv)
-    prec, ap = _precision_tables(y_g, groups.indptr, order, ks_arr, conv)
+    r = _rank(y, scores, qid, convention, ties, ks, k_name="ks")
+    ks_arr = r.ks
+    nd, nd_mean = _ndcg_tables(r.y, r.qcode, r.indptr, r.order, ks_arr, r.conv)
+    prec, ap = _precision_tables(r.y, r.indptr, r.order, ks_arr, r.conv)
     result = {}
     for j, k in enumerate(ks_arr):
         result[f"NDCG@{k}"] = float(nd[:, j].mean())
@@ -722,7 +727,7 @@ def evaluate(y, scores, qid=None, *, ks=(1, 3, 5, 10), convention="letor4",
         result[f"P@{k}"] = float(prec[:, j].mean())
     result["MAP"] = float(ap.mean())
     result["MeanNDCG"] = float(nd_mean.mean())
-    n_correct, n_pairs, _ = _pairwise_counts(y_g, s_g, qcode, groups.indptr)
+    n_correct, n_pairs, _ = _pairwise_counts(r.y, r.s, r.qcode, r.indptr)
     result["PairwiseAccuracy"] = (
         n_correct / n_pairs if n_pairs else float("nan")
     )
