@@ -132,13 +132,102 @@ def check_X(X, name: str = "X"):
     return X
 
 
-def check_ranking_data(X, y, qid):
-    """Validate ``(X, y, qid)`` together; return ``(X, y, groups)``."""
+@dataclass(frozen=True)
+class RankingProblem:
+    """Ranking data ``(X, y, qid)`` validated once, with its query grouping.
+
+    Built by :func:`ranking_problem` (or, at an estimator's ``fit``, by
+    :func:`check_fit_input`) and passed down as it is: :mod:`refimpl.pairs`,
+    the losses of :mod:`refimpl.losses` and their backends accept it in
+    place of ``(X, y, qid)`` and then neither check the arrays again nor
+    re-group ``qid``.
+
+    Attributes
+    ----------
+    X : ndarray of float64 (C-contiguous) or scipy.sparse.csr_matrix, shape (n, d)
+        As :func:`check_X` returns it: all finite.
+    y : ndarray of float64, shape (n,)
+        Graded relevance labels, as :func:`check_labels` returns them.
+    qid : array-like of shape (n,) or None
+        The query ids as given (``None``: one query).
+    groups : QueryGroups
+        The grouping of ``qid`` (:func:`group_queries`).
+    """
+
+    X: object
+    y: np.ndarray
+    qid: object
+    groups: QueryGroups
+
+    @property
+    def order(self) -> np.ndarray:
+        """``groups.order``: the stable permutation grouping the queries."""
+        return self.groups.order
+
+    @property
+    def indptr(self) -> np.ndarray:
+        """``groups.indptr``: query boundaries in :attr:`order`."""
+        return self.groups.indptr
+
+    @property
+    def qids(self) -> np.ndarray:
+        """``groups.qids``: the distinct query ids, increasing."""
+        return self.groups.qids
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def n_queries(self) -> int:
+        return self.groups.n_queries
+
+    def with_columns(self, columns) -> RankingProblem:
+        """The same documents and queries restricted to the features ``columns``.
+
+        Nothing is validated or grouped again: a column subset of a checked
+        ``X`` is checked, and ``y``, ``qid`` and the grouping are unchanged.
+        """
+        X = self.X[:, columns]
+        if sp.issparse(X):
+            # canonical CSR, as check_X returns it (the same summation order)
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sum_duplicates()
+        else:
+            X = np.ascontiguousarray(X)
+        return RankingProblem(X=X, y=self.y, qid=self.qid, groups=self.groups)
+
+
+def ranking_problem(X, y, qid=None) -> RankingProblem:
+    """Validate ``(X, y, qid)`` together, once; return a :class:`RankingProblem`.
+
+    :func:`check_X`, then :func:`check_labels` and :func:`group_queries`
+    against the number of rows of ``X`` (their errors, e.g. "y has 46
+    entries but X has 47 rows").  A :class:`RankingProblem` given as ``X``
+    (with ``y`` and ``qid`` None) is returned unchanged.
+    """
+    if isinstance(X, RankingProblem):
+        if y is not None or qid is not None:
+            raise DataError(
+                "a RankingProblem already holds y and qid: pass it alone")
+        return X
     X = check_X(X)
     n = X.shape[0]
     y = check_labels(y, n)
-    groups = group_queries(qid, n)
-    return X, y, groups
+    return RankingProblem(X=X, y=y, qid=qid, groups=group_queries(qid, n))
+
+
+def check_ranking_data(X, y, qid):
+    """Validate ``(X, y, qid)`` together; return ``(X, y, groups)``.
+
+    The tuple form of :func:`ranking_problem`.
+    """
+    problem = ranking_problem(X, y, qid)
+    return problem.X, problem.y, problem.groups
 
 
 def check_nonnegative(value, name: str) -> float:
@@ -221,7 +310,7 @@ def check_y_given(estimator, y) -> None:
 
 
 def check_fit_input(estimator, X, y, qid):
-    """Reset ``estimator`` and validate ``(X, y, qid)`` for its ``fit``.
+    """Reset ``estimator`` and validate ``(X, y, qid)`` for its ``fit``, once.
 
     :func:`reset_fitted`, then :func:`validate_X` with ``reset=True``, then
     ``y`` and ``qid`` against the number of rows of ``X`` (errors name the
@@ -231,9 +320,9 @@ def check_fit_input(estimator, X, y, qid):
 
     Returns
     -------
-    X : ndarray or csr_matrix
-        As :func:`check_X`.
-    y : ndarray of float64
+    RankingProblem
+        The validated data and its query grouping, to be passed down to the
+        losses, which then check nothing again.
     """
     reset_fitted(estimator)
     check_y_given(estimator, y)
@@ -244,7 +333,8 @@ def check_fit_input(estimator, X, y, qid):
             f"X has 1 sample (n_samples = 1): {type(estimator).__name__} learns from "
             "preference pairs, and one document forms none")
     y = check_labels(y, n)
+    problem = RankingProblem(X=X, y=y, qid=qid, groups=group_queries(qid, n))
     # n_queries_in_, like n_features_in_: score() refuses qid=None after a
     # fit on several queries
-    estimator.n_queries_in_ = group_queries(qid, n).n_queries
-    return X, y
+    estimator.n_queries_in_ = problem.n_queries
+    return problem

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_labels, check_X, group_queries
+from ._validation import (
+    RankingProblem,
+    check_labels,
+    check_X,
+    group_queries,
+    ranking_problem,
+)
 from .exceptions import DataError, PairMatrixTooLargeError
 from .kernels.pairs import (
     count_adjacent_pairs_per_query,
@@ -59,10 +65,20 @@ def _grouping(qid, groups, n):
 
 
 def _checked_counts(y, qid, groups, which):
-    """``(which, y, groups, pairs per query)``, each checked or built once."""
+    """``(which, y, groups, pairs per query)``, each checked or built once.
+
+    ``y`` may be a :class:`~refimpl._validation.RankingProblem`: its labels
+    and grouping are used as they are (validated once, when it was built).
+    """
     which = _check_which(which)
-    y = check_labels(y)
-    groups = _grouping(qid, groups, len(y))
+    if isinstance(y, RankingProblem):
+        if qid is not None or groups is not None:
+            raise DataError("a RankingProblem already holds qid and its grouping: "
+                            "pass it alone")
+        y, groups = y.y, y.groups
+    else:
+        y = check_labels(y)
+        groups = _grouping(qid, groups, len(y))
     counts = np.empty(groups.n_queries, dtype=np.int64)
     _COUNT[which](y, groups.order, groups.indptr, counts)
     return which, y, groups, counts
@@ -99,8 +115,10 @@ def pair_counts(y, qid=None, *, which: str = "all", groups=None) -> np.ndarray:
 
     Parameters
     ----------
-    y : array-like of shape (n,)
-        Graded relevance labels.
+    y : array-like of shape (n,), or RankingProblem
+        Graded relevance labels, or a
+        :class:`~refimpl._validation.RankingProblem` (then ``qid`` and
+        ``groups`` are not given: its labels and grouping are used unchecked).
     qid : array-like of shape (n,), optional
         Query ids; ``None`` is one query.
     which : {"all", "adjacent"}, default "all"
@@ -125,6 +143,7 @@ def pair_counts(y, qid=None, *, which: str = "all", groups=None) -> np.ndarray:
 def n_pairs(y, qid=None, *, which: str = "all") -> int:
     """Total number of preference pairs ``p = |P|`` (or of the partial pairs).
 
+    ``y`` (labels or a :class:`~refimpl._validation.RankingProblem`) and
     ``which`` as in :func:`pair_counts`.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
@@ -139,8 +158,9 @@ def preference_pairs(
 
     Parameters
     ----------
-    y : array-like of shape (n,)
-        Graded relevance labels.
+    y : array-like of shape (n,), or RankingProblem
+        Graded relevance labels, or a
+        :class:`~refimpl._validation.RankingProblem` (as in :func:`pair_counts`).
     qid : array-like of shape (n,), optional
         Query ids; need not be contiguous or sorted.  ``None`` is one query.
     require_pairs : bool, default True
@@ -183,7 +203,7 @@ def preference_pairs(
 
 
 def pair_difference_matrix(
-    X, y, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES, which: str = "all"
+    X, y=None, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES, which: str = "all"
 ):
     """The explicit matrix ``K`` whose rows are ``x_i - x_j`` for ``(i, j)`` in P.
 
@@ -193,13 +213,15 @@ def pair_difference_matrix(
     naming the size instead of exhausting memory.  ``which="adjacent"``
     keeps the partial pairs of :func:`preference_pairs` only (Lee & Lin
     2014, section 5: the rows of the classification problem solved there).
+    ``X`` may be a :class:`~refimpl._validation.RankingProblem` (``y`` and
+    ``qid`` then not given), which is not checked again.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
     which = _check_which(which)
-    X = check_X(X)
-    y = check_labels(y, X.shape[0])
-    p = n_pairs(y, qid, which=which)
+    problem = ranking_problem(X, y, qid)
+    X = problem.X
+    p = int(pair_counts(problem, which=which).sum())
     need = p * X.shape[1] * 8
     if need > max_bytes:
         raise PairMatrixTooLargeError(
@@ -208,7 +230,7 @@ def pair_difference_matrix(
             "MiB); use refimpl.losses.PairwiseSquaredHinge, which never builds "
             "it, or raise max_bytes"
         )
-    pairs = preference_pairs(y, qid, which=which)
+    pairs = preference_pairs(problem, which=which)
     if sp.issparse(X):
         return (X[pairs.i] - X[pairs.j]).tocsr()
     return X[pairs.i] - X[pairs.j]

@@ -115,9 +115,9 @@ class FenchelRank(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
+        problem = check_fit_input(self, X, y, qid)
         r = float(self.r)
-        loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
+        loss = PairwiseSquaredHinge(problem, margin=1.0 / r, normalize=True,
                                     backend=self.backend)
         line_search = _renamed(self, "line_search", "linesearch")
         if line_search == "pairs" and loss.pairs is None:

@@ -143,9 +143,9 @@ class FSMRank(_LinearRanker):
         self.L0 = L0
         self.backend = backend
 
-    def _problem(self, X, y, qid):
+    def _problem(self, problem):
         """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
-        loss = PairwiseSquaredHinge(X, y, qid, normalize=True, backend=self.backend)
+        loss = PairwiseSquaredHinge(problem, normalize=True, backend=self.backend)
         d = loss.n_features
         if self.importance == "pearson":
             s = pearson_importance(loss.X, loss.y)
@@ -171,8 +171,14 @@ class FSMRank(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        loss, smooth, penalty, s, A, projected, min_eig = self._problem(X, y, qid)
+        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+
+    def _fit(self, problem, stacklevel=3):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
+
+        Also the first stage of :class:`FSMSVM`, which validates its data once.
+        """
+        loss, smooth, penalty, s, A, projected, min_eig = self._problem(problem)
         L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
         if L0 <= 0:
             L0 = 1.0
@@ -209,7 +215,8 @@ class FSMRank(_LinearRanker):
                 detail = (f"every weight vanishes for lambda2 >= {threshold:.6g} (= "
                           f"max_i s_i |grad_i f(0)|, whatever lambda1); {side}")
             _warn_empty(self, f"lambda2={self.lambda2!r}: {detail}",
-                        parameter="lambda2", value=lam2, threshold=threshold)
+                        parameter="lambda2", value=lam2, threshold=threshold,
+                        stacklevel=stacklevel)
         return self
 
 
@@ -274,9 +281,15 @@ class FSMSVM(_TwoStage):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        X, y, t = self._check_fit(X, y, qid)
+        problem, t = self._check_fit(X, y, qid)
         fsm = FSMRank(lambda1=self.lambda1, lambda2=self.lambda2, tol=self.tol,
-                      max_iter=self.max_iter).fit(X, y, qid)
+                      max_iter=self.max_iter)
+        # the first stage on the same validated data; the attributes a fit
+        # on (X, y, qid) records
+        fsm._validate_params()
+        fsm.n_features_in_ = problem.n_features
+        fsm.n_queries_in_ = problem.n_queries
+        fsm._fit(problem)
         selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
         self.fsmrank_ = fsm
-        return self._fit_ranksvm_on(X, y, qid, selected)
+        return self._fit_ranksvm_on(problem, selected)

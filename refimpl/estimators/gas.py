@@ -6,11 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import (
-    check_labels,
-    check_X,
-    group_queries,
-)
+from .._validation import check_X, ranking_problem
 from ..exceptions import ParameterError
 from ..features import feature_ndcg, gas_select, kendall_similarity
 from ._base import (
@@ -35,12 +31,13 @@ def _check_n_select(n_features, d):
     return int(n_features)
 
 
-def _gas(X, y, qid, n_features, c):
-    """GAS selection plus its inputs: ``(selected, importance, similarity)``."""
-    X = check_X(X)
-    check_labels(y, X.shape[0])
-    group_queries(qid, X.shape[0])
-    t = _check_n_select(n_features, X.shape[1])
+def _gas(problem, n_features, c):
+    """GAS selection plus its inputs: ``(selected, importance, similarity)``.
+
+    ``problem``: the validated :class:`~refimpl._validation.RankingProblem`.
+    """
+    X, y, qid = problem.X, problem.y, problem.qid
+    t = _check_n_select(n_features, problem.n_features)
     if not NONNEGATIVE.is_satisfied_by(c):
         raise ParameterError(
             f"The 'c' parameter of GAS must be {NONNEGATIVE}. Got {c!r} instead.")
@@ -85,7 +82,7 @@ def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     ndarray of int64, shape (n_features_to_select,)
         Selected feature indices, in the order picked.
     """
-    selected, _, _ = _gas(X, y, qid, n_features_to_select, c)
+    selected, _, _ = _gas(ranking_problem(X, y, qid), n_features_to_select, c)
     if ranker is not None:
         ranker.fit(_columns(X, selected), y, qid)
     return selected
@@ -144,8 +141,8 @@ class GASRanker(_TwoStage):
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
-        X, y, t = self._check_fit(X, y, qid)
-        selected, importance, similarity = _gas(X, y, qid, t, self.c)
+        problem, t = self._check_fit(X, y, qid)
+        selected, importance, similarity = _gas(problem, t, self.c)
         self.importance_ = importance
         self.similarity_ = similarity
-        return self._fit_ranksvm_on(X, y, qid, selected)
+        return self._fit_ranksvm_on(problem, selected)

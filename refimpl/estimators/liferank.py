@@ -168,10 +168,10 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         """
         reset_fitted(self)
         self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        _check_at_most(self, "n_components", self.n_components, X.shape[1],
+        problem = check_fit_input(self, X, y, qid)
+        _check_at_most(self, "n_components", self.n_components, problem.n_features,
                        "orthonormal columns need n_components <= n_features")
-        loss = PairwiseLogistic(X, y, qid)
+        loss = PairwiseLogistic(problem)
         objective = LifeRankObjective(loss, self.n_components, self.lam)
         n, k = objective.n, objective.k
         result = liferank_solve(

@@ -112,8 +112,15 @@ class RankSVM(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
-        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend,
+        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+
+    def _fit(self, problem, stacklevel=3):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
+
+        Also the second stage of :class:`_TwoStage`, on the columns it
+        selected, so that the data are checked and grouped once per fit.
+        """
+        loss = PairwiseSquaredHinge(problem, backend=self.backend,
                                     tree_method=self.tree_method,
                                     which=self.pairs)
         objective = L2Regularized(loss, self.C)
@@ -137,7 +144,7 @@ class RankSVM(_LinearRanker):
                 + ("" if g0 == 0 else
                    f", so the solver stopped at w = 0 before a minimiser "
                    f"(converged_ = {self.converged_}): check the feature scale"),
-                parameter="C", value=float(self.C))
+                parameter="C", value=float(self.C), stacklevel=stacklevel)
         return self
 
 
@@ -145,20 +152,29 @@ class _TwoStage(_LinearRanker):
     """A feature selection, then :class:`RankSVM` on the selected columns (GAS-E, FSMSVM)."""
 
     def _check_fit(self, X, y, qid):
-        """Validated ``(X, y, t)``: ``t`` the number of features to select."""
+        """``(problem, t)``: the validated data and ``t`` the number of features to select."""
         reset_fitted(self)
         self._validate_params()
-        X, y = check_fit_input(self, X, y, qid)
+        problem = check_fit_input(self, X, y, qid)
         t = _check_at_most(
             self, "n_features_to_select",
-            _renamed(self, "n_features_to_select", "n_features"), X.shape[1],
+            _renamed(self, "n_features_to_select", "n_features"), problem.n_features,
             "the number of features")
-        return X, y, t
+        return problem, t
 
-    def _fit_ranksvm_on(self, X, y, qid, selected):
-        """The second stage: RankSVM on the columns ``selected``."""
-        svm = RankSVM(C=self.C).fit(X[:, selected], y, qid)
-        coef = np.zeros(X.shape[1])
+    def _fit_ranksvm_on(self, problem, selected):
+        """The second stage: RankSVM on the columns ``selected``.
+
+        Fitted on ``problem`` restricted to them, without checking or
+        grouping the data again; ``n_features_in_`` and ``n_queries_in_``
+        of the inner model are those a ``fit`` on ``X[:, selected]`` records.
+        """
+        svm = RankSVM(C=self.C)
+        svm._validate_params()
+        svm.n_features_in_ = len(selected)
+        svm.n_queries_in_ = problem.n_queries
+        svm._fit(problem.with_columns(selected))
+        coef = np.zeros(problem.n_features)
         coef[selected] = svm.coef_
         self.coef_ = coef
         self.selected_ = selected

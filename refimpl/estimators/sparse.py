@@ -229,9 +229,9 @@ class SparseRankSVM(_LinearRanker):
         except DataError as err:
             raise ParameterError(str(err)) from None
 
-    def _problem(self, X, y, qid):
+    def _problem(self, problem):
         """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
-        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+        loss = PairwiseSquaredHinge(problem, backend=self.backend)
         smooth = ScaledSmooth(loss, float(self.C))
         penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
         return loss, smooth, penalty
@@ -248,10 +248,10 @@ class SparseRankSVM(_LinearRanker):
         reset_fitted(self)
         self._validate_params()
         concave = self._concave_penalty()
-        X, y = check_fit_input(self, X, y, qid)
+        problem = check_fit_input(self, X, y, qid)
         if concave is not None:
-            return self._fit_reweighted(X, y, qid, concave)
-        loss, smooth, penalty = self._problem(X, y, qid)
+            return self._fit_reweighted(problem, concave)
+        loss, smooth, penalty = self._problem(problem)
         L0 = None
         if self.line_search in ("fixed", "nemirovski"):
             L0 = lipschitz_constant(smooth)
@@ -310,8 +310,8 @@ class SparseRankSVM(_LinearRanker):
                     parameter="C", value=C, threshold=threshold,
                     stacklevel=stacklevel)
 
-    def _fit_reweighted(self, X, y, qid, concave):
-        loss = PairwiseSquaredHinge(X, y, qid, backend=self.backend)
+    def _fit_reweighted(self, problem, concave):
+        loss = PairwiseSquaredHinge(problem, backend=self.backend)
         smooth = ScaledSmooth(loss, float(self.C))
         if self.line_search == "fixed":
             # the reweighting passes share f, so one constant serves them all

@@ -112,6 +112,15 @@ class _TreeBackend:
         self._gm = np.empty(n)
         self._c = np.empty(n)
 
+    @classmethod
+    def from_problem(cls, problem, margin, method="selection_tree"):
+        """The backend on a :class:`~refimpl._validation.RankingProblem`.
+
+        Its labels and query grouping are used as they are (validated once).
+        """
+        return cls(None, problem.n_samples, margin, problem.y, problem.groups,
+                   method=method)
+
     def _centered(self, u):
         center_per_query(u, self.order, self.indptr, self._c)
         return self._c

@@ -110,8 +110,11 @@ def _sum_pair_inf_norm_sq(loss):
             total += float(m @ m)
         return total
     groups = loss.groups
-    counts = pair_counts(loss.y, which=getattr(loss, "which", "all"),
-                         groups=groups)
+    which = getattr(loss, "which", "all")
+    problem = getattr(loss, "problem", None)
+    # the loss's validated problem: its labels are not checked again
+    counts = (pair_counts(problem, which=which) if problem is not None
+              else pair_counts(loss.y, which=which, groups=groups))
     total = 0.0
     for q in range(groups.n_queries):
         if counts[q] == 0:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_ranking_data
+from .._validation import ranking_problem
 from ..exceptions import DataError
 from ..kernels import logistic as _k
 from ..pairs import preference_pairs
@@ -29,7 +29,10 @@ class PairwiseLogistic(CachedObjective):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (m, n)
+    X : array-like or sparse matrix of shape (m, n), or RankingProblem
+        The features, or the validated problem
+        (:class:`~refimpl._validation.RankingProblem`; ``y`` and ``qid`` then
+        not given), which is not checked or grouped again.
     y : array-like of shape (m,)
     qid : array-like of shape (m,), optional
     normalize : bool, default True
@@ -49,12 +52,13 @@ class PairwiseLogistic(CachedObjective):
     Derived in: book/06_liferank_bdmm.md#liferank
     """
 
-    def __init__(self, X, y, qid=None, *, normalize=True, backend="numba"):
-        self.X, self.y, self.groups = check_ranking_data(X, y, qid)
+    def __init__(self, X, y=None, qid=None, *, normalize=True, backend="numba"):
+        self.problem = ranking_problem(X, y, qid)
+        self.X, self.y, self.groups = self.problem.X, self.problem.y, self.problem.groups
         if backend not in LOSS_BACKENDS:
             raise DataError(f"backend must be one of {LOSS_BACKENDS}, got {backend!r}")
         self.backend = backend
-        self.pairs = preference_pairs(self.y, groups=self.groups)
+        self.pairs = preference_pairs(self.problem)
         self.n_pairs = len(self.pairs)
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive, check_ranking_data
+from .._validation import check_positive, ranking_problem
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, pair_counts, preference_pairs
@@ -145,7 +145,11 @@ class PairwiseSquaredHinge(CachedObjective):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n, d)
+    X : array-like or sparse matrix of shape (n, d), or RankingProblem
+        The features, or the whole validated problem
+        (:class:`~refimpl._validation.RankingProblem`, ``y`` and ``qid`` then
+        not given): an estimator's ``fit`` passes the one it built, so that
+        nothing is checked or grouped twice.
     y : array-like of shape (n,)
         Graded relevance labels.
     qid : array-like of shape (n,), optional
@@ -179,10 +183,11 @@ class PairwiseSquaredHinge(CachedObjective):
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
 
-    def __init__(self, X, y, qid=None, *, margin=1.0, normalize=False,
+    def __init__(self, X, y=None, qid=None, *, margin=1.0, normalize=False,
                  backend="auto", tree_method="selection_tree", which="all"):
-        self.X, self.y, self.groups = check_ranking_data(X, y, qid)
-        self.qid = qid
+        self.problem = ranking_problem(X, y, qid)
+        self.X, self.y, self.groups = self.problem.X, self.problem.y, self.problem.groups
+        self.qid = self.problem.qid
         self.margin = check_positive(margin, "margin")
         if backend not in BACKENDS:
             raise DataError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -196,7 +201,7 @@ class PairwiseSquaredHinge(CachedObjective):
         self.which = which
         self.tree_method = tree_method
         n = self.X.shape[0]
-        self.n_pairs = int(pair_counts(self.y, which=which, groups=self.groups).sum())
+        self.n_pairs = int(pair_counts(self.problem, which=which).sum())
         if self.n_pairs == 0:
             raise DataError(
                 "no preference pairs: no query has two documents with different "
@@ -209,10 +214,10 @@ class PairwiseSquaredHinge(CachedObjective):
         self.normalize = bool(normalize)
         if backend == "tree":
             self.pairs = None  # never materialised: O(l) memory
-            self._impl = _TreeBackend(None, n, self.margin, self.y, self.groups,
-                                      method=tree_method)
+            self._impl = _TreeBackend.from_problem(self.problem, self.margin,
+                                                   method=tree_method)
         else:
-            self.pairs = preference_pairs(self.y, which=which, groups=self.groups)
+            self.pairs = preference_pairs(self.problem, which=which)
             self._impl = _BACKEND_CLASSES[backend](self.pairs, n, self.margin)
         self._w = None
         self._value = None
@@ -222,12 +227,14 @@ class PairwiseSquaredHinge(CachedObjective):
         """The same loss on the same data with another backend.
 
         Lets a caller switch computation per call site (e.g. explicit pairs
-        inside a line search on a tiny problem, the tree elsewhere).
+        inside a line search on a tiny problem, the tree elsewhere).  The
+        data are not checked or grouped again (the same
+        :class:`~refimpl._validation.RankingProblem` is passed on).
         """
-        params = dict(margin=self.margin, normalize=self.normalize,
-                      tree_method=self.tree_method, which=self.which)
+        params = {"margin": self.margin, "normalize": self.normalize,
+                  "tree_method": self.tree_method, "which": self.which}
         params.update(kwargs)
-        return type(self)(self.X, self.y, self.qid, backend=backend, **params)
+        return type(self)(self.problem, backend=backend, **params)
 
     @property
     def n_features(self) -> int:
