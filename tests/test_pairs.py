@@ -27,6 +27,24 @@ def brute_force_pairs(y, qid):
     return out
 
 
+def stable_grouping(qid):
+    """``order`` and ``indptr`` of the documents grouped by qid, as the kernels take them."""
+    order = np.argsort(qid, kind="stable").astype(np.int64)
+    sq = qid[order]
+    indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(qid)]
+    return order, indptr.astype(np.int64)
+
+
+def counts_equal_py_func(count_kernel, y, order, indptr):
+    """The per-query counts of ``count_kernel``, checked against its pure-Python run."""
+    a = np.empty(len(indptr) - 1, np.int64)
+    b = np.empty_like(a)
+    count_kernel(y, order, indptr, a)
+    count_kernel.py_func(y, order, indptr, b)
+    np.testing.assert_array_equal(a, b)
+    return a
+
+
 def brute_force_adjacent_pairs(y, qid):
     """(i, j) with the same query, y_i > y_j and no label of the query between.
 
@@ -99,15 +117,7 @@ def test_pairs_equal_brute_force(data):
 def test_kernels_equal_py_func(data):
     y, qid = data
     y = y.astype(np.float64)
-    order = np.argsort(qid, kind="stable").astype(np.int64)
-    sq = qid[order]
-    indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(y)]
-    indptr = indptr.astype(np.int64)
-    a = np.empty(len(indptr) - 1, np.int64)
-    b = np.empty_like(a)
-    kpairs.count_pairs_per_query(y, order, indptr, a)
-    kpairs.count_pairs_per_query.py_func(y, order, indptr, b)
-    np.testing.assert_array_equal(a, b)
+    counts_equal_py_func(kpairs.count_pairs_per_query, y, *stable_grouping(qid))
 
 
 def test_pair_count_closed_form():
@@ -200,13 +210,11 @@ def test_which_all_unchanged(data):
         np.testing.assert_array_equal(a.j, b.j)
         assert set(zip(b.i.tolist(), b.j.tolist())) == expected
         # the existing kernel, called directly, gives the same listing
-        order = np.argsort(qid, kind="stable").astype(np.int64)
-        sq = qid[order]
-        indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(y)]
+        order, indptr = stable_grouping(qid)
         offsets = np.r_[0, np.cumsum(default)].astype(np.int64)
         pi = np.empty(offsets[-1], np.int64)
         pj = np.empty_like(pi)
-        kpairs.fill_pairs(y, order, indptr.astype(np.int64), offsets, pi, pj)
+        kpairs.fill_pairs(y, order, indptr, offsets, pi, pj)
         np.testing.assert_array_equal(b.i, pi)
         np.testing.assert_array_equal(b.j, pj)
 
@@ -215,15 +223,8 @@ def test_which_all_unchanged(data):
 @given(graded_labels(max_docs=20))
 def test_adjacent_kernels_equal_py_func(data):
     y, qid = data
-    order = np.argsort(qid, kind="stable").astype(np.int64)
-    sq = qid[order]
-    indptr = np.r_[np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]), len(y)]
-    indptr = indptr.astype(np.int64)
-    a = np.empty(len(indptr) - 1, np.int64)
-    b = np.empty_like(a)
-    kpairs.count_adjacent_pairs_per_query(y, order, indptr, a)
-    kpairs.count_adjacent_pairs_per_query.py_func(y, order, indptr, b)
-    np.testing.assert_array_equal(a, b)
+    order, indptr = stable_grouping(qid)
+    a = counts_equal_py_func(kpairs.count_adjacent_pairs_per_query, y, order, indptr)
     offsets = np.r_[0, np.cumsum(a)].astype(np.int64)
     out = [np.empty(offsets[-1], np.int64) for _ in range(4)]
     kpairs.fill_adjacent_pairs(y, order, indptr, offsets, out[0], out[1])
