@@ -66,10 +66,10 @@ import warnings
 
 import numpy as np
 from _letor import mq2008_datasets
+from _timing import warm_up_fits
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl import fsmrank
-from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FSMRank, SparseRankSVM
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
@@ -405,19 +405,9 @@ def part2_table(title, smooth, penalty, ref, args):
 # ---------------------------------------------------------------------------
 
 def warm_up():
-    import cvxpy as cp
-
-    syn = make_synthetic_letor(n_queries=8, docs_per_query=(5, 12), seed=0)
-    t0 = time.perf_counter()
-    quiet(lambda: SparseRankSVM(C=0.1, tol=1e-3).fit(syn.X, syn.y, syn.qid))
-    quiet(lambda: FSMRank(lambda1=0.1, lambda2=0.01, tol=1e-3).fit(
-        syn.X, syn.y, syn.qid))
-    K = pair_difference_matrix(syn.X, syn.y, syn.qid)
-    w = cp.Variable(K.shape[1])
-    cp.Problem(cp.Minimize(cp.norm1(w) + cp.sum_squares(cp.pos(1 - K @ w)))).solve(
-        solver=cp.CLARABEL)
-    print(f"warm-up fits and a tiny cvxpy solve on {syn.X.shape[0]} documents "
-          f"(JIT / numba cache load, imports): {time.perf_counter() - t0:.2f} s")
+    quiet(lambda: warm_up_fits(
+        SparseRankSVM(C=0.1, tol=1e-3).fit,
+        FSMRank(lambda1=0.1, lambda2=0.01, tol=1e-3).fit, cvxpy=True))
 
 
 def datasets():

@@ -65,6 +65,7 @@ import warnings
 
 import numpy as np
 from _letor import mq2008_datasets
+from _timing import warm_up_fits
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl import pairs
@@ -197,13 +198,8 @@ def fr_loss(X, y, qid, backend="pairs"):
 
 
 def warm_up():
-    syn = make_synthetic_letor(n_queries=8, docs_per_query=(5, 12), seed=0)
-    t0 = time.perf_counter()
-    for backend, ls in (("pairs", "pairs"), ("tree", "newton")):
-        FenchelRank(r=R, tol=1e-2, backend=backend, line_search=ls).fit(
-            syn.X, syn.y, syn.qid)
-    print(f"warm-up fits on {syn.X.shape[0]} documents (JIT / numba cache "
-          f"load): {time.perf_counter() - t0:.2f} s")
+    warm_up_fits(*(FenchelRank(r=R, tol=1e-2, backend=backend, line_search=ls).fit
+                   for backend, ls in (("pairs", "pairs"), ("tree", "newton"))))
 
 
 def datasets_a():

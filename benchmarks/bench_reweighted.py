@@ -54,9 +54,9 @@ import warnings
 
 import numpy as np
 from _letor import mq2008_fold1_train, mq2008_shaped
+from _timing import warm_up_fits
 from sklearn.exceptions import ConvergenceWarning
 
-from refimpl.data import make_synthetic_letor
 from refimpl.estimators import SparseRankSVM
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import make_concave_penalty
@@ -202,17 +202,7 @@ def part2_projected(label, K, args, summary):
 
 
 def warm_up():
-    import cvxpy as cp
-
-    syn = make_synthetic_letor(n_queries=8, docs_per_query=(5, 12), seed=0)
-    t0 = time.perf_counter()
-    SparseRankSVM(C=0.1, penalty="log", tol=1e-4).fit(syn.X, syn.y, syn.qid)
-    K = pair_difference_matrix(syn.X, syn.y, syn.qid)
-    w = cp.Variable(K.shape[1])
-    cp.Problem(cp.Minimize(cp.norm1(w) + cp.sum_squares(cp.pos(1 - K @ w)))).solve(
-        solver=cp.CLARABEL)
-    print(f"warm-up fit and a tiny cvxpy solve on {syn.X.shape[0]} documents "
-          f"(JIT / numba cache load, imports): {time.perf_counter() - t0:.2f} s")
+    warm_up_fits(SparseRankSVM(C=0.1, penalty="log", tol=1e-4).fit, cvxpy=True)
 
 
 def datasets(args):

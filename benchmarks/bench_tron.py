@@ -49,8 +49,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _synthetic import make_lean_letor  # noqa: E402
+from _timing import warm_up_fits  # noqa: E402
 
-from refimpl.data import load_letor_fold, make_synthetic_letor  # noqa: E402
+from refimpl.data import load_letor_fold  # noqa: E402
 from refimpl.estimators import RankSVM  # noqa: E402
 from refimpl.losses import L2Regularized, PairwiseSquaredHinge  # noqa: E402
 from refimpl.solvers.tron import tron  # noqa: E402
@@ -95,11 +96,7 @@ def iterations(model):
 
 
 def warm_up():
-    syn = make_synthetic_letor(n_queries=8, docs_per_query=(5, 12), seed=0)
-    t0 = time.perf_counter()
-    ranksvm(1.0).fit(syn.X, syn.y, syn.qid)
-    print(f"warm-up fit on {syn.X.shape[0]} documents (JIT / numba cache load): "
-          f"{time.perf_counter() - t0:.2f} s")
+    warm_up_fits(ranksvm(1.0).fit)
 
 
 def report_fit(times, model, calib, calib_text, target=None):
