@@ -19,7 +19,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_labels, check_X
+from ._validation import RankingProblem, check_labels, check_X
 from .exceptions import DataError
 from .metrics import ndcg_at_k
 from .pairs import query_sign_grams
@@ -71,7 +71,7 @@ def _dense_columns_stats(X):
     return mean, gram, const
 
 
-def pearson_importance(X, y, *, eps=IMPORTANCE_FLOOR):
+def pearson_importance(X, y=None, *, eps=IMPORTANCE_FLOOR):
     r"""Feature importance ``s_i = max(|PC(h_i, y)|, eps)`` (Lai et al., Sec. III-B).
 
     ``PC`` is Pearson's correlation between the feature column ``h_i`` and
@@ -83,7 +83,10 @@ def pearson_importance(X, y, *, eps=IMPORTANCE_FLOOR):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (N, d)
+    X : array-like or sparse matrix of shape (N, d), or RankingProblem
+        The features, or a validated
+        :class:`~refimpl._validation.RankingProblem` (``y`` then not given),
+        whose arrays are used unchecked.
     y : array-like of shape (N,)
         Relevance labels; must not be constant.
     eps : float, default IMPORTANCE_FLOOR
@@ -98,8 +101,13 @@ def pearson_importance(X, y, *, eps=IMPORTANCE_FLOOR):
     DataError
         Bad ``X``, ``y`` or ``eps``, or constant ``y``.
     """
-    X = check_X(X)
-    y = check_labels(y, X.shape[0])
+    if isinstance(X, RankingProblem):
+        if y is not None:
+            raise DataError("a RankingProblem already holds y: pass it alone")
+        X, y = X.X, X.y
+    else:
+        X = check_X(X)
+        y = check_labels(y, X.shape[0])
     eps = float(eps)
     if not (0 < eps <= 1):
         raise DataError(f"eps must be in (0, 1], got {eps!r}")
@@ -126,14 +134,16 @@ def pearson_similarity(X):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (N, d)
+    X : array-like or sparse matrix of shape (N, d), or RankingProblem
+        The features, or a validated
+        :class:`~refimpl._validation.RankingProblem` (its ``X``, unchecked).
 
     Returns
     -------
     ndarray of shape (d, d)
         Symmetric, entries in [0, 1], unit diagonal.  Not necessarily PSD.
     """
-    X = check_X(X)
+    X = X.X if isinstance(X, RankingProblem) else check_X(X)
     _, gram, const = _dense_columns_stats(X)
     std = np.sqrt(np.clip(np.diag(gram), 0.0, None))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -148,10 +148,10 @@ class FSMRank(_LinearRanker):
         loss = PairwiseSquaredHinge(problem, normalize=True, backend=self.backend)
         d = loss.n_features
         if self.importance == "pearson":
-            s = pearson_importance(loss.X, loss.y)
+            s = pearson_importance(problem)
         else:
             s = np.ones(d)
-        A = pearson_similarity(loss.X) if self.similarity == "pearson" else np.eye(d)
+        A = pearson_similarity(problem) if self.similarity == "pearson" else np.eye(d)
         A, projected, min_eig = convexify_similarity(A, self.psd)
         smooth = FSMRankSmooth(LiftedLoss(loss), lift_similarity(A),
                                float(self.lambda1))
