@@ -309,6 +309,14 @@ def check_y_given(estimator, y) -> None:
             "is None: give the relevance labels")
 
 
+def refuse_single_document(estimator, n_samples: int) -> None:
+    """One row is an error for a pairwise learner: one document forms no pair."""
+    if n_samples == 1:
+        raise DataError(
+            f"X has 1 sample (n_samples = 1): {type(estimator).__name__} learns from "
+            "preference pairs, and one document forms none")
+
+
 def check_fit_input(estimator, X, y, qid):
     """Reset ``estimator`` and validate ``(X, y, qid)`` for its ``fit``, once.
 
@@ -328,10 +336,7 @@ def check_fit_input(estimator, X, y, qid):
     check_y_given(estimator, y)
     X = validate_X(estimator, X, reset=True)
     n = X.shape[0]
-    if n == 1:
-        raise DataError(
-            f"X has 1 sample (n_samples = 1): {type(estimator).__name__} learns from "
-            "preference pairs, and one document forms none")
+    refuse_single_document(estimator, n)
     y = check_labels(y, n)
     problem = RankingProblem(X=X, y=y, qid=qid, groups=group_queries(qid, n))
     # n_queries_in_, like n_features_in_: score() refuses qid=None after a

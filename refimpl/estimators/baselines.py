@@ -18,9 +18,12 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
+    RankingProblem,
     check_labels,
+    check_X,
     check_y_given,
     group_queries,
+    refuse_single_document,
     reset_fitted,
     validate_X,
 )
@@ -43,10 +46,11 @@ __all__ = ["LambdaMART", "LifeRankPipeline", "LinearRegressionRanker"]
 
 
 def _check_input(estimator, X, y, qid):
-    """``(X, y, groups)`` checked at the boundary as the linear rankers check them.
+    """The :class:`~refimpl._validation.RankingProblem` checked at the boundary.
 
-    ``n_features_in_`` (and ``feature_names_in_``) recorded for ``predict``;
-    no pair is needed, so a single document is accepted.
+    As the linear rankers check it; ``n_features_in_`` (and
+    ``feature_names_in_``) recorded for ``predict``; no pair is needed, so a
+    single document is accepted.
     """
     reset_fitted(estimator)
     check_y_given(estimator, y)
@@ -54,7 +58,20 @@ def _check_input(estimator, X, y, qid):
     y = check_labels(y, X.shape[0])
     groups = group_queries(qid, X.shape[0])
     estimator.n_queries_in_ = groups.n_queries
-    return X, y, groups
+    return RankingProblem(X=X, y=y, qid=qid, groups=groups)
+
+
+def _inner(estimator, problem):
+    """``estimator`` made ready for its ``_fit(problem)`` inside a pipeline.
+
+    Its parameters are checked and it records what a ``fit`` on the
+    problem's data would (``n_features_in_``, ``n_queries_in_``), without
+    checking or grouping the data again.
+    """
+    estimator._validate_params()
+    estimator.n_features_in_ = problem.n_features
+    estimator.n_queries_in_ = problem.n_queries
+    return estimator
 
 
 class LinearRegressionRanker(_Ranker, BaseEstimator):
@@ -74,14 +91,17 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
 
     def fit(self, X, y, qid=None):
         """Least-squares fit on ``(X, y)``; returns ``self``."""
+        self._validate_params()
+        return self._fit(_check_input(self, X, y, qid))
+
+    def _fit(self, problem):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`."""
         from sklearn.linear_model import LinearRegression
 
-        self._validate_params()
-        X, y, _ = _check_input(self, X, y, qid)
-        model = LinearRegression().fit(X, y)
+        model = LinearRegression().fit(problem.X, problem.y)
         self.coef_ = np.asarray(model.coef_, dtype=np.float64)
         self.intercept_ = float(model.intercept_)
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = problem.n_features
         return self
 
     def predict(self, X):
@@ -141,7 +161,8 @@ class LambdaMART(_Ranker, BaseEstimator):
         from lightgbm import LGBMRanker
 
         self._validate_params()
-        X, y, groups = _check_input(self, X, y, qid)
+        problem = _check_input(self, X, y, qid)
+        X, y, groups = problem.X, problem.y, problem.groups
         order = groups.order
         model = LGBMRanker(
             objective="lambdarank", n_estimators=int(self.n_estimators),
@@ -220,13 +241,21 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
         self._validate_params()
-        X, y, _ = _check_input(self, X, y, qid)
+        problem = _check_input(self, X, y, qid)
+        X = problem.X
         life = LifeRank(n_components=self.n_components, lam=self.lam,
                         lr=self.lr, max_iter=self.max_iter,
                         random_state=_renamed(self, "random_state", "seed"))
-        Z = life.fit(X, y, qid).transform(X)
-        second = (RankSVM(C=self.C) if self.ranker == "ranksvm"
-                  else LinearRegressionRanker()).fit(Z, y, qid)
+        _inner(life, problem)
+        refuse_single_document(life, problem.n_samples)
+        life._fit(problem)
+        # the second stage's features X T are new data (checked once); the
+        # labels and the query grouping are the problem's
+        features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),
+                                  y=problem.y, qid=problem.qid, groups=problem.groups)
+        second = _inner(RankSVM(C=self.C) if self.ranker == "ranksvm"
+                        else LinearRegressionRanker(), features)
+        second._fit(features)
         self.liferank_ = life
         self.ranker_ = second
         self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)

@@ -168,7 +168,13 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         """
         reset_fitted(self)
         self._validate_params()
-        problem = check_fit_input(self, X, y, qid)
+        return self._fit(check_fit_input(self, X, y, qid))
+
+    def _fit(self, problem):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
+
+        Also the first stage of ``LifeRankPipeline``, which validates its data once.
+        """
         _check_at_most(self, "n_components", self.n_components, problem.n_features,
                        "orthonormal columns need n_components <= n_features")
         loss = PairwiseLogistic(problem)
