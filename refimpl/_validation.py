@@ -202,7 +202,7 @@ class RankingProblem:
         return RankingProblem(X=X, y=self.y, qid=self.qid, groups=self.groups)
 
 
-def ranking_problem(X, y, qid=None) -> RankingProblem:
+def ranking_problem(X, y=None, qid=None) -> RankingProblem:
     """Validate ``(X, y, qid)`` together, once; return a :class:`RankingProblem`.
 
     :func:`check_X`, then :func:`check_labels` and :func:`group_queries`
