@@ -185,28 +185,35 @@ def brute_pairs(y, s, qid):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [4, 3])
-@SETTINGS
-@given(data=ranking_data())
-def test_letor_matches_transcription(version, data):
-    y, s, q = data
+def assert_per_query_match_transcription(y, s, q, version):
+    """Per-query NDCG@KS, P@KS, AP and mean NDCG equal ``letor_reference``'s."""
     conv = f"letor{version}"
     ref = letor_reference(y, s, q, version)
-    nd = ndcg_at_k(y, s, q, KS, convention=conv, per_query=True)
-    np.testing.assert_allclose(nd, ref["ndcg"], **TOL)
-    np.testing.assert_allclose(ndcg_at_k(y, s, q, KS, convention=conv),
-                               ref["ndcg"].mean(axis=0), **TOL)
+    np.testing.assert_allclose(
+        ndcg_at_k(y, s, q, KS, convention=conv, per_query=True),
+        ref["ndcg"], **TOL)
     np.testing.assert_allclose(
         precision_at_k(y, s, q, KS, convention=conv, per_query=True),
         ref["p"], **TOL)
     np.testing.assert_allclose(
         average_precision(y, s, q, convention=conv, per_query=True),
         ref["ap"], **TOL)
-    assert math.isclose(mean_average_precision(y, s, q, convention=conv),
-                        ref["ap"].mean(), rel_tol=1e-12, abs_tol=1e-12)
     np.testing.assert_allclose(
         mean_ndcg(y, s, q, convention=conv, per_query=True),
         ref["mean_ndcg"], **TOL)
+    return conv, ref
+
+
+@pytest.mark.parametrize("version", [4, 3])
+@SETTINGS
+@given(data=ranking_data())
+def test_letor_matches_transcription(version, data):
+    y, s, q = data
+    conv, ref = assert_per_query_match_transcription(y, s, q, version)
+    np.testing.assert_allclose(ndcg_at_k(y, s, q, KS, convention=conv),
+                               ref["ndcg"].mean(axis=0), **TOL)
+    assert math.isclose(mean_average_precision(y, s, q, convention=conv),
+                        ref["ap"].mean(), rel_tol=1e-12, abs_tol=1e-12)
     assert math.isclose(mean_ndcg(y, s, q, convention=conv),
                         ref["mean_ndcg"].mean(), rel_tol=1e-12,
                         abs_tol=1e-12)
@@ -577,20 +584,7 @@ def test_real_mq2008_matches_transcription(letor_root):
     s = np.asarray(X[:, 7].todense()).ravel()  # one raw feature as scorer
     assert np.unique(s).size < s.size  # ties do occur
     for version in (4, 3):
-        ref = letor_reference(y, s, q, version)
-        conv = f"letor{version}"
-        np.testing.assert_allclose(
-            ndcg_at_k(y, s, q, KS, convention=conv, per_query=True),
-            ref["ndcg"], **TOL)
-        np.testing.assert_allclose(
-            precision_at_k(y, s, q, KS, convention=conv, per_query=True),
-            ref["p"], **TOL)
-        np.testing.assert_allclose(
-            average_precision(y, s, q, convention=conv, per_query=True),
-            ref["ap"], **TOL)
-        np.testing.assert_allclose(
-            mean_ndcg(y, s, q, convention=conv, per_query=True),
-            ref["mean_ndcg"], **TOL)
+        assert_per_query_match_transcription(y, s, q, version)
     want = [0, 0]
     for v in np.unique(q):
         yq, sq = y[q == v], s[q == v]

@@ -161,15 +161,20 @@ def test_single_document_and_single_level_queries(method):
     assert ref[0].sum() > 0
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_many_levels_deep_tree(method):
-    """One query, thousands of distinct levels: deep AVL / selection trees."""
+def one_query_distinct_levels(n=3000):
+    """``y, z, t, qid``: one query of ``n`` documents, every label distinct."""
     rng = np.random.default_rng(5)
-    n = 3000
     y = rng.permutation(n).astype(np.float64)
     z = np.round(rng.normal(size=n) * 3, 1)
     t = rng.normal(size=n)
-    qid = np.zeros(n, dtype=np.int64)
+    return y, z, t, np.zeros(n, dtype=np.int64)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_many_levels_deep_tree(method):
+    """One query, thousands of distinct levels: deep AVL / selection trees."""
+    y, z, t, qid = one_query_distinct_levels()
+    n = len(y)
     same = np.ones((n, n), dtype=bool)
     act = same & (y[:, None] > y[None, :]) & (1.0 - (z[:, None] - z[None, :]) > 0)
     ref = (act.sum(0), act.sum(1), act.T @ t, act @ t)
@@ -398,12 +403,8 @@ def test_fused_hess_single_document_and_single_level_queries():
 def test_fused_hess_many_levels_deep_tree():
     """One query, 3,000 distinct levels: the branch-free sibling index
     reaches the last leaf (2p - 1) and slot 0."""
-    rng = np.random.default_rng(5)
-    n = 3000
-    y = rng.permutation(n).astype(np.float64)
-    z = np.round(rng.normal(size=n) * 3, 1)
-    t = rng.normal(size=n)
-    qid = np.zeros(n, dtype=np.int64)
+    y, z, t, qid = one_query_distinct_levels()
+    n = len(y)
     g = group_queries(qid)
     level, nlev = query_levels(y, g.order, g.indptr)
     perm = np.empty(n, dtype=np.int64)
