@@ -5,20 +5,12 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from random_rankings import random_ranking as make_problem
 
 from refimpl.exceptions import DataError
 from refimpl.kernels import squared_hinge as ksh
 from refimpl.losses import PairwiseSquaredHinge, SmoothObjective
 from refimpl.pairs import pair_difference_matrix
-
-
-def make_problem(seed, n=40, d=5, n_queries=4, levels=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = rng.integers(0, levels, n)
-    qid = rng.integers(1, n_queries + 1, n)
-    y[0], y[1], qid[0], qid[1] = 1, 0, 1, 1  # at least one pair
-    return rng, X, y, qid
 
 
 def explicit(X, y, qid, w, margin=1.0):

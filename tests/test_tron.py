@@ -14,6 +14,7 @@ import scipy.optimize
 from cvx_reference import solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from random_rankings import random_ranking
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl.exceptions import DataError
@@ -86,13 +87,9 @@ class StateChecking:
         return self.inner.hess_vec(s)
 
 
-def make_ranking(seed, n=40, d=5, n_queries=4, levels=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = rng.integers(0, levels, n)
-    qid = rng.integers(1, n_queries + 1, n)
-    y[0], y[1], qid[0], qid[1] = 1, 0, 1, 1  # at least one pair
-    return X, y, qid
+def make_ranking(seed, **shape):
+    """``(X, y, qid)`` of :func:`random_rankings.random_ranking`."""
+    return random_ranking(seed, **shape)[1:]
 
 
 def ranksvm(X, y, qid, C, margin=1.0):
