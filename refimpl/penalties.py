@@ -114,7 +114,21 @@ class L1:
         return f"L1(alpha={self.alpha!r})"
 
 
-class WeightedL1:
+class _Weighted:
+    """What the weighted penalties share: checked read-only weights, one per feature."""
+
+    def __init__(self, weights):
+        self.weights = _check_weights(weights)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weights.size)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(weights=<{self.n_features} values>)"
+
+
+class WeightedL1(_Weighted):
     r"""The weighted lasso ``g(w) = sum_j beta_j |w_j|`` (Laporte et al. eq. 12).
 
     Proximal map: coordinate-wise soft-thresholding at ``t beta_j``,
@@ -141,13 +155,6 @@ class WeightedL1:
     n_features : int
     """
 
-    def __init__(self, weights):
-        self.weights = _check_weights(weights)
-
-    @property
-    def n_features(self) -> int:
-        return int(self.weights.size)
-
     def value(self, w) -> float:
         """``sum_j beta_j |w_j|``."""
         w = _as_vector(w, self.n_features, "w")
@@ -159,11 +166,8 @@ class WeightedL1:
         t = _check_step(step) * self.weights
         return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
 
-    def __repr__(self):
-        return f"WeightedL1(weights=<{self.n_features} values>)"
 
-
-class NonNegWeightedL1:
+class NonNegWeightedL1(_Weighted):
     r"""A linear penalty on the non-negative orthant: ``sum_i c_i w_i + I(w >= 0)``.
 
     FSMRank's non-smooth part ``r(w) = lambda_2 sum_i w_i / s_i`` on
@@ -193,13 +197,6 @@ class NonNegWeightedL1:
     n_features : int
     """
 
-    def __init__(self, weights):
-        self.weights = _check_weights(weights)
-
-    @property
-    def n_features(self) -> int:
-        return int(self.weights.size)
-
     def value(self, w) -> float:
         """``sum_i c_i w_i`` if every ``w_i >= 0``, else ``inf``."""
         w = _as_vector(w, self.n_features, "w")
@@ -211,6 +208,3 @@ class NonNegWeightedL1:
         """``max(0, v - step * c)`` (FSMRank's projection step)."""
         v = _as_vector(v, self.n_features, "v")
         return np.maximum(v - _check_step(step) * self.weights, 0.0)
-
-    def __repr__(self):
-        return f"NonNegWeightedL1(weights=<{self.n_features} values>)"
