@@ -159,6 +159,26 @@ def center_per_query(t, order, indptr, out):
             out[order[a]] = t[order[a]] - mean
 
 
+@njit(inline="always")
+def _pow2_at_least(k):
+    """The smallest power of two ``>= k``: a selection tree's first leaf."""
+    p = 1
+    while p < k:
+        p *= 2
+    return p
+
+
+@njit(inline="always")
+def _largest_query(nlev, indptr):
+    """``(kmax, lmax)``: the most levels and the most documents of a query."""
+    kmax = 1
+    lmax = 0
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+        lmax = max(lmax, indptr[q + 1] - indptr[q])
+    return kmax, lmax
+
+
 @njit(cache=True)
 def _zero_query(perm, lo, hi, l_plus, l_minus, g_plus, g_minus):
     for a in range(lo, hi):
@@ -359,6 +379,36 @@ def _dd_scale(c, ah, al):
     return h, e - (h - p)
 
 
+@njit(inline="always")
+def _dd_insert(th, tl, m, x):
+    """Add ``x`` to node ``m`` and its ancestors, double-double ``th + tl``."""
+    while m >= 1:
+        s, e = _two_sum(th[m], x)
+        th[m] = s
+        tl[m] += e
+        m >>= 1
+
+
+@njit(inline="always")
+def _dd_siblings(th, tl, m, right):
+    """Sum of the right (``right``) or left siblings on the path from ``m`` up.
+
+    Branch-free: the sibling not on the wanted side is slot 0, always 0.
+    """
+    g = 0.0
+    ge = 0.0
+    while m > 1:
+        if right:  # m even: sibling m + 1; m odd: slot 0
+            sib = (m + 1) * (1 - (m & 1))
+        else:  # m odd: sibling m - 1; m even: slot 0
+            sib = (m - 1) * (m & 1)
+        s, e = _two_sum(g, th[sib])
+        g = s
+        ge += e + tl[sib]
+        m >>= 1
+    return g, ge
+
+
 @njit(cache=True)
 def hess_dz_selection_tree(
     z, t, level, nlev, perm, order, indptr, margin, l_plus, l_minus, out
@@ -417,14 +467,8 @@ def hess_dz_selection_tree(
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
-    kmax = 1
-    lmax = 0
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
-        lmax = max(lmax, indptr[q + 1] - indptr[q])
-    pmax = 1
-    while pmax < kmax:
-        pmax *= 2
+    kmax, lmax = _largest_query(nlev, indptr)
+    pmax = _pow2_at_least(kmax)
     # node sums hi + lo; slot 0 stays 0: the "no sibling" slot
     th = np.zeros(2 * pmax)
     tl = np.zeros(2 * pmax)
@@ -447,9 +491,7 @@ def hess_dz_selection_tree(
             zb[a] = z[j]
             tb[a] = t[j]
             lb[a] = level[j]
-        p = 1
-        while p < k:
-            p *= 2
+        p = _pow2_at_least(k)
         # ---- gamma^+ : increasing z, right siblings met from a left child --
         th[1 : 2 * p] = 0.0
         tl[1 : 2 * p] = 0.0
@@ -457,23 +499,9 @@ def hess_dz_selection_tree(
         for a in range(n):
             zi = zb[a]
             while b < n and margin - (zb[b] - zi) > 0.0:
-                m = p + lb[b]
-                tj = tb[b]
-                while m >= 1:
-                    s, e = _two_sum(th[m], tj)
-                    th[m] = s
-                    tl[m] += e
-                    m >>= 1
+                _dd_insert(th, tl, p + lb[b], tb[b])
                 b += 1
-            g = 0.0
-            ge = 0.0
-            m = p + lb[a]
-            while m > 1:  # m even: sibling m + 1; m odd: slot 0
-                sib = (m + 1) * (1 - (m & 1))
-                s, e = _two_sum(g, th[sib])
-                g = s
-                ge += e + tl[sib]
-                m >>= 1
+            g, ge = _dd_siblings(th, tl, p + lb[a], True)
             gh[a] = g
             gl[a] = ge
         # ---- gamma^- : decreasing z, left siblings met from a right child --
@@ -483,23 +511,9 @@ def hess_dz_selection_tree(
         for a in range(n - 1, -1, -1):
             zi = zb[a]
             while b >= 0 and margin - (zi - zb[b]) > 0.0:
-                m = p + lb[b]
-                tj = tb[b]
-                while m >= 1:
-                    s, e = _two_sum(th[m], tj)
-                    th[m] = s
-                    tl[m] += e
-                    m >>= 1
+                _dd_insert(th, tl, p + lb[b], tb[b])
                 b -= 1
-            g = 0.0
-            ge = 0.0
-            m = p + lb[a]
-            while m > 1:  # m odd: sibling m - 1; m even: slot 0
-                sib = (m - 1) * (m & 1)
-                s, e = _two_sum(g, th[sib])
-                g = s
-                ge += e + tl[sib]
-                m >>= 1
+            g, ge = _dd_siblings(th, tl, p + lb[a], False)
             i = perm[lo + a]
             # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double
             ph, pl = _two_prod(float(l_plus[i] + l_minus[i]), tb[a])
@@ -568,14 +582,8 @@ def value_dz_selection_tree(
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
-    kmax = 1
-    lmax = 0
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
-        lmax = max(lmax, indptr[q + 1] - indptr[q])
-    pmax = 1
-    while pmax < kmax:
-        pmax *= 2
+    kmax, lmax = _largest_query(nlev, indptr)
+    pmax = _pow2_at_least(kmax)
     cnt = np.zeros(2 * pmax, dtype=np.int64)  # slot 0 stays 0
     s1h = np.zeros(2 * pmax)
     s1l = np.zeros(2 * pmax)
@@ -940,9 +948,7 @@ def sv_stats_avl(
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
+    kmax = _largest_query(nlev, indptr)[0]
     inode = np.empty((kmax, 6), dtype=np.int64)
     fnode = np.empty((kmax, 2), dtype=np.float64)
     path = np.empty(kmax + 1, dtype=np.int64)  # AVL depth <= 1.44 log2(k) + 1
