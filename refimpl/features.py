@@ -161,7 +161,7 @@ def pearson_similarity(X):
 # --------------------------------------------------------------------------
 
 
-def feature_ndcg(X, y, qid=None, *, k=10):
+def feature_ndcg(X, y=None, qid=None, *, k=10):
     """Importance of each feature for GAS: NDCG@k of ranking by the feature.
 
     Each feature ranks every query's documents by its value, in the better
@@ -173,7 +173,10 @@ def feature_ndcg(X, y, qid=None, *, k=10):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n, d)
+    X : array-like or sparse matrix of shape (n, d), or RankingProblem
+        With a :class:`~refimpl._validation.RankingProblem` (``y`` and
+        ``qid`` then not given) the data is checked and grouped once, not
+        twice per feature; the values are the same.
     y : array-like of shape (n,)
     qid : array-like of shape (n,), optional
     k : int, default 10
@@ -185,16 +188,49 @@ def feature_ndcg(X, y, qid=None, *, k=10):
     sign : ndarray of shape (d,)
         ``+1`` when ranking by ``x_j`` is at least as good, else ``-1``.
     """
-    X = check_X(X)
+    if isinstance(X, RankingProblem):
+        if y is not None or qid is not None:
+            raise DataError("a RankingProblem already holds y and qid: pass it alone")
+        ndcg = _grouped_ndcg(X, k)
+        X = X.X
+    else:
+        X = check_X(X)
+
+        def ndcg(col):
+            return ndcg_at_k(y, col, qid, k)
     d = X.shape[1]
     imp = np.empty(d)
     sign = np.empty(d)
     for j in range(d):
         col = X[:, j].toarray().ravel() if sp.issparse(X) else X[:, j]
-        up = ndcg_at_k(y, col, qid, k)
-        down = ndcg_at_k(y, -col, qid, k)
+        up, down = ndcg(col), ndcg(-col)
         imp[j], sign[j] = (up, 1.0) if up >= down else (down, -1.0)
     return imp, sign
+
+
+def _grouped_ndcg(problem, k):
+    """``scores -> ndcg_at_k(y, scores, qid, k)`` on a validated problem.
+
+    The same steps as :func:`refimpl.metrics.ndcg_at_k` (LETOR 4.0
+    convention, ties in input order) with the labels checked and the
+    documents grouped once for every call.
+    """
+    from . import metrics
+
+    groups = problem.groups
+    y_g = problem.y[groups.order]
+    metrics._check_graded(y_g)
+    qcode = np.repeat(np.arange(groups.n_queries, dtype=np.int64), groups.sizes)
+    conv = metrics._get_convention("letor4")
+    ks, scalar = metrics._check_ks(k)
+
+    def ndcg(scores):
+        s_g = np.asarray(scores, dtype=np.float64)[groups.order]
+        order = metrics._rank_order(y_g, s_g, qcode, "input")
+        table, _ = metrics._ndcg_tables(y_g, qcode, groups.indptr, order, ks, conv)
+        return metrics._reduce(table, scalar, False)
+
+    return ndcg
 
 
 def kendall_similarity(X, qid=None, *, chunk=1 << 17):
@@ -214,7 +250,9 @@ def kendall_similarity(X, qid=None, *, chunk=1 << 17):
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n, d)
+    X : array-like or sparse matrix of shape (n, d), or RankingProblem
+        With a :class:`~refimpl._validation.RankingProblem` (``qid`` then
+        not given), its features and grouping are used as they are.
     qid : array-like of shape (n,), optional
     chunk : int
         Document pairs processed at once (memory ``chunk * d`` floats).
@@ -224,7 +262,7 @@ def kendall_similarity(X, qid=None, *, chunk=1 << 17):
     ndarray of shape (d, d)
         Symmetric, in [0, 1].
     """
-    d = check_X(X).shape[1]
+    d = (X.n_features if isinstance(X, RankingProblem) else check_X(X).shape[1])
     tau_sum = np.zeros((d, d))
     count = np.zeros((d, d))
     for C, _ in query_sign_grams(X, qid, chunk=chunk):

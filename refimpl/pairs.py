@@ -251,6 +251,9 @@ def query_sign_grams(X, qid=None, *, chunk: int = 1 << 17, with_abs: bool = Fals
     normalise and average them.  ``S`` is built ``chunk`` pairs at a time,
     so memory stays ``O(chunk * d)`` however long a query is.
 
+    ``X`` may be a :class:`~refimpl._validation.RankingProblem` (``qid`` then
+    not given): its features and grouping are used as they are.
+
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
 
     Yields
@@ -259,13 +262,19 @@ def query_sign_grams(X, qid=None, *, chunk: int = 1 << 17, with_abs: bool = Fals
     A : ndarray of shape (d, d) or None
         ``|S|^T |S|`` when ``with_abs``, else None.
     """
-    X = check_X(X)
+    if isinstance(X, RankingProblem):
+        if qid is not None:
+            raise DataError("a RankingProblem already holds qid and its grouping: "
+                            "pass it alone")
+        X, groups = X.X, X.groups
+    else:
+        X = check_X(X)
+        groups = group_queries(qid, X.shape[0])
     if sp.issparse(X):
         X = X.toarray()
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise DataError(f"chunk must be a positive integer, got {chunk!r}")
-    n, d = X.shape
-    groups = group_queries(qid, n)
+    d = X.shape[1]
     for q in range(groups.n_queries):
         rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
         if rows.shape[0] < 2:

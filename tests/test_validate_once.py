@@ -76,14 +76,9 @@ ESTIMATORS = [
     (E.LinearRegressionRanker(), 1),
     (E.LambdaMART(n_estimators=3, min_child_samples=1), 1),
     (E.LifeRankPipeline(n_components=2, max_iter=20), 2),
-    pytest.param(
-        E.GASRanker(n_features_to_select=2), 1,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="GAS's feature measures (refimpl.features.feature_ndcg, "
-                   "kendall_similarity) take (X, y, qid) and group qid per "
-                   "feature through refimpl.metrics.ndcg_at_k; the fit itself "
-                   "validates once")),
+    # GAS's feature measures read the fit's problem (feature_ndcg and
+    # kendall_similarity accept it), so they group nothing again
+    (E.GASRanker(n_features_to_select=2), 1),
 ]
 
 
@@ -186,3 +181,23 @@ def test_with_columns_keeps_the_grouping():
             assert q.X.has_canonical_format
         else:
             assert q.X.flags.c_contiguous
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_feature_measures_on_a_problem_equal_them_on_arrays(calls, seed):
+    """GAS's importance and similarity: same values, no grouping on a problem."""
+    from refimpl.features import feature_ndcg, kendall_similarity
+
+    X, y, qid = data(seed)
+    X = np.round(X, 1)                       # ties, as in LETOR
+    for M in (X, sp.csr_matrix(X)):
+        p = ranking_problem(M, y, qid)
+        calls.update(dict.fromkeys(COUNTED, 0))
+        imp, sign = feature_ndcg(p, k=5)
+        sim = kendall_similarity(p)
+        assert calls == dict.fromkeys(COUNTED, 0)
+        imp0, sign0 = feature_ndcg(M, y, qid, k=5)
+        assert np.array_equal(imp, imp0) and np.array_equal(sign, sign0)
+        assert np.array_equal(sim, kendall_similarity(M, qid))
+    with pytest.raises(DataError, match="pass it alone"):
+        feature_ndcg(p, y)

@@ -36,13 +36,12 @@ def _gas(problem, n_features, c):
 
     ``problem``: the validated :class:`~refimpl._validation.RankingProblem`.
     """
-    X, y, qid = problem.X, problem.y, problem.qid
     t = _check_n_select(n_features, problem.n_features)
     if not NONNEGATIVE.is_satisfied_by(c):
         raise ParameterError(
             f"The 'c' parameter of GAS must be {NONNEGATIVE}. Got {c!r} instead.")
-    importance, _ = feature_ndcg(X, y, qid, k=10)
-    similarity = kendall_similarity(X, qid)
+    importance, _ = feature_ndcg(problem, k=10)
+    similarity = kendall_similarity(problem)
     return gas_select(importance, similarity, t, float(c)), importance, similarity
 
 
