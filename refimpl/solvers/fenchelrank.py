@@ -44,6 +44,15 @@ STEPS = ("exact", "closed_form", "theory")
 #: Line searches for ``step="exact"``.
 LINESEARCHES = ("auto", "pairs", "newton")
 
+#: Variants of :func:`fenchelrank`: the paper's Algorithm 1 (Frank-Wolfe),
+#: and the pairwise and away-step Frank-Wolfe methods on the same l1 ball
+#: with the same stopping rule (see its Notes).
+VARIANTS = ("paper", "pairwise", "away", "face_newton")
+
+#: Iterations between two recomputations of the scores ``X w`` that the
+#: fast variants otherwise update in place (bounds the drift of rounding).
+REFRESH_EVERY = 256
+
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
 
@@ -120,7 +129,7 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
 
 
 def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
-                linesearch="auto", callback=None):
+                linesearch="auto", callback=None, variant="paper"):
     r"""Solve eq. 4 by FenchelRank (Lai et al. 2013, Algorithm 1).
 
     Starting from ``w_1 = 0``, each iteration forms the dual point and the
@@ -179,6 +188,14 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         ``callback(w, info)`` after every update, ``w`` a copy of the new
         iterate, ``info`` a dict with ``iter``, ``D``, ``P``, ``gap``,
         ``mu``, ``j``.
+    variant : {"paper", "pairwise", "away"}, default="paper"
+        ``"paper"``: Algorithm 1 as printed (the Frank-Wolfe step towards
+        ``s e_j``).  ``"pairwise"``: the pairwise Frank-Wolfe step, which
+        moves weight from the worst vertex in use to ``s e_j``;
+        ``"away"``: the away-step Frank-Wolfe method, which takes the better
+        of the Frank-Wolfe step and a step away from that worst vertex
+        (Lacoste-Julien & Jaggi 2015).  Both need ``step="exact"``; all three
+        stop by the same certified gap, eq. 17.  See Notes.
 
     Returns
     -------
@@ -194,9 +211,10 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     Raises
     ------
     ValueError
-        Bad ``r``, ``tol``, ``max_iter``, ``step`` or ``linesearch``, a loss
-        not built for eq. 4, or ``linesearch="pairs"`` without explicit
-        pairs.
+        Bad ``r``, ``tol``, ``max_iter``, ``step``, ``linesearch`` or
+        ``variant``, a loss not built for eq. 4, ``linesearch="pairs"``
+        without explicit pairs, or a fast variant with ``step`` other than
+        ``"exact"``.
     NonFiniteError
         (a ``FloatingPointError``) if the loss, its gradient, the duality
         gap, a line-search slope or curvature or the step becomes NaN or
@@ -246,6 +264,40 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     the features lie in [0, 1] (then ``|K_ij| <= 1``); for other data the
     ``"theory"`` step can overshoot and decrease ``D``.
 
+    *Fast variants.*  The l1 ball is the convex hull of the ``2n`` signed
+    vertices ``+-e_j``; the iterate is kept as a convex combination
+    ``w = sum_v alpha_v v + alpha_0 0`` of the vertices in use (its *active
+    set*) and the origin, which carries the slack ``1 - sum_v alpha_v``.
+    The away vertex ``v_t`` is the active one worst for the dual objective,
+    ``argmin_{alpha_v > 0} g_t^T v`` (the origin scores 0).  The pairwise
+    step moves weight ``mu`` in ``[0, alpha_{v_t}]`` from ``v_t`` to the
+    greedy vertex ``s e_j``: ``w + mu (s e_j - v_t)``, a direction with one
+    or two non-zeros.  The away step takes ``w + mu (w - v_t)``,
+    ``mu <= alpha_v / (1 - alpha_v)``, when ``g^T (w - v_t)`` exceeds the
+    Frank-Wolfe gap, else the paper's step.  Both use the exact step on
+    their segment, so ``G`` decreases monotonically, and a step that reaches
+    the end of its segment drops ``v_t`` from the active set.  On a polytope
+    these steps converge linearly for objectives of the form ``h(K w)``
+    with ``h`` strongly convex (Lacoste-Julien & Jaggi 2015, Theorem 1) and,
+    more generally, under the quadratic growth that a convex piecewise
+    quadratic such as eq. 4 has on a polytope; Algorithm 1's rate is only
+    O(1/t) when the optimum lies on a face, since its steps towards
+    vertices can never remove weight from the wrong ones.
+
+    The stopping rule is eq. 17 computed exactly as in Algorithm 1:
+    ``gap_t = ||g_t||_inf - g_t^T w_t`` bounds ``G(w_t) - G^*`` for *any*
+    feasible ``w_t`` (Theorem 2 uses only ``||w_t||_1 <= 1``), so the
+    variants certify the same thing.  With explicit pairs and the
+    ``"pairs"`` line search they keep the scores ``z = X w`` and update them
+    along the step (``X d`` is one or two columns of ``X`` for a pairwise
+    step, ``X e_j - z`` or ``z - X v`` otherwise): O(l) per update, no
+    ``X w`` product; ``z`` is recomputed every :data:`REFRESH_EVERY`
+    updates, and a gap below ``tol`` is confirmed with ``loss.fun`` and
+    ``loss.grad`` at ``w`` (fresh ``X w``) before the solver stops.  The
+    gradient ``X^T dz`` is the one product per update.  Otherwise (the tree
+    backend, ``linesearch="newton"``) value, gradient and Newton line
+    search go through the loss as in Algorithm 1.
+
     Other slips of the paper: the first line of eq. 3 reads
     ``min_w (1/r) sum max(0, 1 - ...)^2`` where
     ``min_{||w'||_1 <= r} (1/p) sum max(0, 1 - ...)^2`` (its second line)
@@ -261,6 +313,12 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     max_iter, tol = check_budget(max_iter, tol)
     check_choice(step, "step", STEPS)
     check_choice(linesearch, "linesearch", LINESEARCHES)
+    check_choice(variant, "variant", VARIANTS)
+    if variant != "paper" and step != "exact":
+        raise ValueError(
+            f"variant={variant!r} needs step='exact' (its steps are bounded by "
+            f"the weight of the away vertex), got step={step!r}"
+        )
     pairs = loss.pair_indices()
     if linesearch == "auto":
         linesearch = "pairs" if pairs is not None else "newton"
@@ -270,6 +328,10 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             f"but the loss uses backend {getattr(loss, 'backend', '?')!r}: use "
             "linesearch='newton' or 'auto'"
         )
+
+    if variant != "paper":
+        return _active_set_fw(loss, r, tol, max_iter, linesearch, callback,
+                              variant, pairs)
 
     start = time.perf_counter()
     r2 = r * r
@@ -382,3 +444,336 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message)
+
+
+class _ScoreSpace:
+    """Scores ``z = X w`` kept along the steps, value and gradient from them.
+
+    For explicit pairs: ``X d`` is assembled from columns of a Fortran copy
+    of the loss's ``X`` (or from ``z`` itself), the value and the score
+    gradient come from :func:`refimpl.kernels.squared_hinge.value_dz` on
+    ``z``, Hessian blocks from its ``hess_dz``, and the exact step from
+    :func:`refimpl.kernels.fenchel.linesearch_pairs` on the residuals.
+    """
+
+    def __init__(self, loss, pairs):
+        import scipy.sparse as sp
+
+        from ..kernels import squared_hinge as _sh
+
+        self._sh = _sh
+        X = loss.X
+        self.sparse = sp.issparse(X)
+        self.X = X.tocsc() if self.sparse else np.asfortranarray(X, dtype=np.float64)
+        self.pi, self.pj = pairs
+        p = len(self.pi)
+        self.n_docs = self.X.shape[0]
+        self.scale = float(loss.scale)
+        self.margin = float(loss.margin)
+        self.dz = np.empty(self.n_docs)
+        self.act_i = np.empty(p, dtype=np.int64)
+        self.act_j = np.empty(p, dtype=np.int64)
+        self.n_act = 0
+        self.a = np.empty(p)
+        self.c = np.empty(p)
+
+    def columns(self, idx):
+        cols = self.X[:, idx]
+        return cols.toarray() if self.sparse else cols
+
+    def column(self, j):
+        return self.columns([j])[:, 0]
+
+    def value_grad(self, z):
+        value, self.n_act = self._sh.value_dz(z, self.pi, self.pj, self.margin,
+                                              self.dz, self.act_i, self.act_j)
+        grad = np.asarray(self.X.T @ self.dz, dtype=np.float64).ravel()
+        return self.scale * value, self.scale * grad
+
+    def hessian(self, idx):
+        """Generalised Hessian block ``H_SS`` at the last :meth:`value_grad`."""
+        U = np.asarray(self.columns(idx), dtype=np.float64)
+        HU = np.empty_like(U, order="F")
+        out = np.empty(self.n_docs)
+        for col in range(U.shape[1]):
+            self._sh.hess_dz(np.ascontiguousarray(U[:, col]), self.act_i,
+                             self.act_j, self.n_act, out)
+            HU[:, col] = out
+        return self.scale * (U.T @ HU)
+
+    def exact_step(self, z, u):
+        """Smallest minimiser on [0, 1] of ``t -> L(w + t d)``, ``u = X d``."""
+        _k.pair_residuals(z, u, self.pi, self.pj, self.margin, self.a, self.c)
+        return self.c
+
+
+#: Longest Newton step (in units of the Newton direction) the face step's
+#: exact line search considers when no bound of the face is reached first.
+NEWTON_STEP_CAP = 4.0
+
+
+def _face_newton(w, gL, H, slack):
+    """Newton direction of ``L`` on the face of ``w`` and its longest step.
+
+    The face: the support ``S`` of ``w`` with its signs ``sigma`` fixed and,
+    when ``slack = 1 - ||w||_1`` is 0, ``sigma^T d = 0`` (the l1 sphere).
+    Returns ``(d, t_max, hit)`` with ``d`` zero off ``S``; ``hit`` is the
+    coordinate that reaches 0 at ``t_max``, ``-2`` when the l1 sphere is
+    reached there, ``-1`` when neither (``t_max`` is then the cap).
+    """
+    S = np.flatnonzero(w)
+    sigma = np.sign(w[S])
+    Hs = H + (1e-12 * max(float(np.trace(H)) / len(S), 1e-300)) * np.eye(len(S))
+    try:
+        cho = np.linalg.cholesky(Hs)
+    except np.linalg.LinAlgError:
+        return None
+
+    def solve(v):
+        return np.linalg.solve(cho.T, np.linalg.solve(cho, v))
+
+    gS = gL[S]
+    dS = -solve(gS)
+    if slack <= 0.0 and sigma @ dS > 0.0:
+        # stay on the sphere: the KKT point of min 1/2 d'Hd + g'd, sigma'd = 0
+        Hsig = solve(sigma)
+        dS = dS - (sigma @ dS) / (sigma @ Hsig) * Hsig
+    t_max, hit = NEWTON_STEP_CAP, -1
+    shrink = sigma * dS < 0.0
+    if np.any(shrink):
+        ratios = np.abs(w[S][shrink]) / np.abs(dS[shrink])
+        m = int(np.argmin(ratios))
+        if ratios[m] <= t_max:
+            t_max, hit = float(ratios[m]), int(S[np.flatnonzero(shrink)[m]])
+    grow = float(sigma @ dS)
+    if slack > 0.0 and grow > 0.0 and slack / grow < t_max:
+        t_max, hit = slack / grow, -2
+    d = np.zeros_like(w)
+    d[S] = dS
+    return d, t_max, hit
+
+
+def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
+                   pairs):
+    """Pairwise / away-step Frank-Wolfe on the l1 ball (see :func:`fenchelrank`)."""
+    start = time.perf_counter()
+    r2 = r * r
+    n = int(loss.n_features)
+    if linesearch == "auto":
+        linesearch = "pairs" if pairs is not None else "newton"
+    space = _ScoreSpace(loss, pairs) if linesearch == "pairs" else None
+    # weights of the vertices +e_j (ap) and -e_j (am) and of the origin
+    ap = np.zeros(n)
+    am = np.zeros(n)
+    slack = 1.0
+    w = np.zeros(n)
+    z = np.zeros(space.n_docs) if space is not None else None
+    history = {key: [] for key in _HISTORY_KEYS}
+    mu_last, j_last, n_ls = math.nan, -1, 0
+    n_iter = 0
+    since_refresh = 0
+    converged = False
+    fresh = False   # value and gradient came from loss.fun / loss.grad at w
+    newton_failed = False
+    kinds = []
+    while True:
+        if space is not None and not fresh:
+            Lw, gL = space.value_grad(z)
+        else:
+            Lw = float(loss.fun(w))
+            gL = np.asarray(loss.grad(w), dtype=np.float64)
+        check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
+        check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
+        g = -r2 * gL                                   # g_t = K^T d_t
+        j, s = _k.greedy_coordinate(g)
+        gap = abs(g[j]) - float(g @ w)                 # eq. 16
+        check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
+        if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
+            # confirm the stop with the loss itself at w (fresh X w), so that
+            # the certificate is Algorithm 1's, free of the drift of z
+            z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
+            since_refresh = 0
+            fresh = True
+            continue
+        D = -r2 * Lw
+        values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
+                  n_ls, time.perf_counter() - start)
+        for key, value in zip(_HISTORY_KEYS, values):
+            history[key].append(value)
+        if callback is not None and n_iter > 0:
+            callback(w.copy(), {"iter": n_iter, "D": D, "P": D + gap,
+                                "gap": gap, "mu": mu_last, "j": j_last})
+        if gap <= tol:
+            converged = True
+            message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
+            break
+        if n_iter >= max_iter:
+            message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
+            warnings.warn(
+                f"FenchelRank ({variant}) did not converge: {message}; "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            break
+        if fresh and space is not None:
+            # the loss's evaluation at w replaces the score-space one
+            Lw, gL = space.value_grad(z)
+        fresh = False
+        n_iter += 1
+
+        # away vertex: the active one with the smallest g^T v (origin: 0)
+        k, sk, gv = -1, 0.0, math.inf
+        if slack > 0.0:
+            gv = 0.0
+        for idx in np.flatnonzero(ap > 0.0):
+            if g[idx] < gv:
+                k, sk, gv = int(idx), 1.0, float(g[idx])
+        for idx in np.flatnonzero(am > 0.0):
+            if -g[idx] < gv:
+                k, sk, gv = int(idx), -1.0, float(-g[idx])
+        alpha_v = slack if k < 0 else (ap[k] if sk > 0 else am[k])
+
+        # the step: kind, direction d (unit segment: w + t d, t in [0, 1])
+        on_face = (ap[j] > 0.0) if s > 0 else (am[j] > 0.0)
+        kind = "pairwise"
+        if variant == "away":
+            away_gap = float(g @ w) - gv
+            kind = "away" if away_gap > gap and alpha_v < 1.0 else "fw"
+        elif k == j and sk == s:
+            kind = "fw"              # only when the gap is ~0
+        elif variant == "face_newton" and on_face and not newton_failed:
+            kind = "newton"
+        hit = -1
+        if kind == "newton":
+            S = np.flatnonzero(w)
+            if space is not None:
+                H = space.hessian(S)
+            else:
+                H = np.array([loss.hess_vec(np.eye(n)[i])[S] for i in S]).T
+            face = _face_newton(w, gL, H, slack)
+            if face is None or float(gL @ face[0]) >= 0.0:
+                kind = "pairwise"
+            else:
+                d, t_max, hit = face
+                d = t_max * d
+                slope = -r2 * float(gL @ d)
+        if kind == "pairwise":
+            d = np.zeros(n)
+            d[j] = alpha_v * s
+            if k >= 0:
+                d[k] -= alpha_v * sk
+            slope = alpha_v * (abs(g[j]) - gv)
+        elif kind == "fw":
+            d = -w
+            d[j] += s
+            slope = gap
+        elif kind == "away":
+            m = alpha_v / (1.0 - alpha_v)
+            d = m * w
+            if k >= 0:
+                d[k] -= m * sk
+            slope = m * away_gap
+
+        n_ls = 0
+        if space is not None:
+            if kind == "pairwise":
+                u = d[j] * space.column(j)
+                if k >= 0 and k != j:
+                    u = u + d[k] * space.column(k)
+            elif kind == "fw":
+                u = s * space.column(j) - z
+            elif kind == "away":
+                u = m * z
+                if k >= 0:
+                    u = u - (m * sk) * space.column(k)
+            else:
+                S = np.flatnonzero(d)
+                u = np.asarray(space.columns(S) @ d[S], dtype=np.float64)
+            c = space.exact_step(z, u)
+            check_finite(float(c @ c), "FenchelRank",
+                         "the line-search curvature ||K d||^2", loss)
+            t = float(_k.linesearch_pairs(space.a, c))
+            n_ls = 1
+        else:
+            def dpsi(m, w=w, b=d):
+                wt = w + m * b
+                loss.fun(wt)
+                grad = np.asarray(loss.grad(wt), dtype=np.float64)
+                return check_finite(float(grad @ b), "FenchelRank",
+                                    "the line-search slope psi'(mu)", loss)
+
+            def d2psi(b=d):
+                return check_finite(float(b @ loss.hess_vec(b)), "FenchelRank",
+                                    "the line-search curvature psi''(mu)", loss)
+
+            # the loss state is that of fun(w) from the top of the loop
+            t, n_ls = newton_linesearch(dpsi, d2psi, -slope / r2, d2psi())
+        check_finite(t, "FenchelRank", "the step mu", loss)
+        newton_failed = kind == "newton" and t <= 0.0
+        kinds.append(kind)
+        full = t >= 1.0
+
+        # update the weights; a full step drops the away vertex exactly
+        if kind == "pairwise":
+            mu = t * alpha_v
+            if s > 0:
+                ap[j] += mu
+            else:
+                am[j] += mu
+            if k < 0:
+                slack = 0.0 if full else slack - mu
+            elif sk > 0:
+                ap[k] = 0.0 if full else ap[k] - mu
+            else:
+                am[k] = 0.0 if full else am[k] - mu
+            if ap[j] > 0.0 and am[j] > 0.0:
+                cancel = min(ap[j], am[j])  # +e_j and -e_j: keep one
+                ap[j] -= cancel
+                am[j] -= cancel
+                slack += 2.0 * cancel
+        elif kind == "fw":
+            mu = t
+            ap *= 1.0 - mu
+            am *= 1.0 - mu
+            slack *= 1.0 - mu
+            if s > 0:
+                ap[j] += mu
+            else:
+                am[j] += mu
+        elif kind == "away":
+            mu = t * m
+            ap *= 1.0 + mu
+            am *= 1.0 + mu
+            slack *= 1.0 + mu
+            if k < 0:
+                slack = 0.0 if full else slack - mu
+            elif sk > 0:
+                ap[k] = 0.0 if full else ap[k] - mu
+            else:
+                am[k] = 0.0 if full else am[k] - mu
+        else:
+            mu = t
+            wn = w + t * d
+            if full and hit >= 0:
+                wn[hit] = 0.0
+            ap = np.maximum(wn, 0.0)
+            am = np.maximum(-wn, 0.0)
+            slack = 0.0 if (full and hit == -2) or slack <= 0.0 else \
+                max(1.0 - float(np.sum(np.abs(wn))), 0.0)
+        np.maximum(ap, 0.0, out=ap)
+        np.maximum(am, 0.0, out=am)
+        slack = max(slack, 0.0)
+        w = ap - am
+        if space is not None:
+            since_refresh += 1
+            if since_refresh >= REFRESH_EVERY or kind == "newton":
+                z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
+                since_refresh = 0
+            else:
+                z = z + t * u
+        mu_last, j_last = mu, j
+
+    return SolverResult(w=w, n_iter=n_iter, converged=converged,
+                        history=history, message=message,
+                        details={"variant": variant, "steps": kinds})
