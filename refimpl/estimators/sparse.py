@@ -21,6 +21,7 @@ from ..losses.squared_hinge import BACKENDS
 from ..nonconvex import make_concave_penalty
 from ..penalties import L1, WeightedL1
 from ..solvers.apg import LINE_SEARCHES, RESTARTS, apg, lipschitz_constant
+from ..solvers.prox_newton import prox_newton
 from ..solvers.reweighted import reweighted_l1
 from ._base import (
     COUNT,
@@ -34,7 +35,12 @@ from ._base import (
     options,
 )
 
-__all__ = ["NONCONVEX_PENALTIES", "SPARSE_PENALTIES", "SparseRankSVM"]
+__all__ = ["NONCONVEX_PENALTIES", "SOLVERS", "SPARSE_PENALTIES", "SparseRankSVM"]
+
+#: ``solver=`` of :class:`SparseRankSVM`: FISTA (the paper's Algorithm 1) or
+#: proximal Newton (:func:`refimpl.solvers.prox_newton`, LIBLINEAR's
+#: newGLMNET), which stops at the same certified tolerance.
+SOLVERS = ("fista", "newton")
 
 
 def _l1_penalty(estimator, n_features):
@@ -142,6 +148,15 @@ class SparseRankSVM(_LinearRanker):
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.
+    solver : {"fista", "newton"}, default "fista"
+        The convex solver (of eq. 7 / eq. 12, and of every reweighting
+        pass): FISTA (Algorithm 1 of the paper) or proximal Newton with
+        coordinate descent (:func:`refimpl.solvers.prox_newton`), whose
+        stop -- the minimum-norm subgradient at most ``tol`` times its
+        value at 0 -- implies FISTA's gradient-mapping test with the same
+        ``tol``.  ``line_search``, ``accelerated`` and ``restart`` apply
+        to FISTA only; with ``"newton"``, ``max_iter`` counts Newton steps
+        and ``lipschitz_`` is nan.
 
     Attributes
     ----------
@@ -191,12 +206,13 @@ class SparseRankSVM(_LinearRanker):
         "accelerated": ["boolean"],
         "restart": options(RESTARTS),
         "backend": options(BACKENDS),
+        "solver": options(SOLVERS),
     }
 
     def __init__(self, C=1.0, penalty="l1", weights=None, eps=None, gamma=2.0,
                  p=0.5, a=3.7, lam=None, max_outer=30, tol_outer=1e-4, warm_start=True,
                  tol=1e-6, max_iter=10000, line_search="backtracking",
-                 accelerated=True, restart=False, backend="auto"):
+                 accelerated=True, restart=False, backend="auto", solver="fista"):
         self.C = C
         self.penalty = penalty
         self.weights = weights
@@ -214,6 +230,7 @@ class SparseRankSVM(_LinearRanker):
         self.accelerated = accelerated
         self.restart = restart
         self.backend = backend
+        self.solver = solver
 
     def _concave_penalty(self):
         """The non-convex penalty object, or None for the convex penalties.
@@ -252,15 +269,19 @@ class SparseRankSVM(_LinearRanker):
         if concave is not None:
             return self._fit_reweighted(problem, concave)
         loss, smooth, penalty = self._problem(problem)
-        L0 = None
-        if self.line_search in ("fixed", "nemirovski"):
-            L0 = lipschitz_constant(smooth)
-            if L0 == 0:
-                L0 = 1.0
-        result = apg(smooth, penalty, L0=L0, line_search=self.line_search,
-                     restart=self.restart, accelerated=bool(self.accelerated),
-                     tol=float(self.tol), stop="gradient_mapping",
-                     max_iter=int(self.max_iter))
+        if self.solver == "newton":
+            result = prox_newton(smooth, penalty, tol=float(self.tol),
+                                 max_iter=int(self.max_iter))
+        else:
+            L0 = None
+            if self.line_search in ("fixed", "nemirovski"):
+                L0 = lipschitz_constant(smooth)
+                if L0 == 0:
+                    L0 = 1.0
+            result = apg(smooth, penalty, L0=L0, line_search=self.line_search,
+                         restart=self.restart, accelerated=bool(self.accelerated),
+                         tol=float(self.tol), stop="gradient_mapping",
+                         max_iter=int(self.max_iter))
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
         self.coef_ = result.w
@@ -313,7 +334,7 @@ class SparseRankSVM(_LinearRanker):
     def _fit_reweighted(self, problem, concave):
         loss = PairwiseSquaredHinge(problem, backend=self.backend)
         smooth = ScaledSmooth(loss, float(self.C))
-        if self.line_search == "fixed":
+        if self.line_search == "fixed" and self.solver == "fista":
             # the reweighting passes share f, so one constant serves them all
             raise ParameterError("line_search='fixed' is not supported with non-convex "
                             "penalties; use 'backtracking' or 'nemirovski'")
@@ -323,7 +344,7 @@ class SparseRankSVM(_LinearRanker):
                                max_iter=int(self.max_iter),
                                line_search=self.line_search,
                                accelerated=bool(self.accelerated),
-                               restart=self.restart)
+                               restart=self.restart, solver=self.solver)
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
         self.coef_ = result.w

@@ -17,6 +17,7 @@ from .apg import apg, hessian_matrix, lipschitz_constant
 from .bdmm import BDMMResult, bdmm
 from .fenchelrank import fenchelrank
 from .liferank import LifeRankResult, fit_weights, liferank_solve
+from .prox_newton import prox_newton
 from .reweighted import dc_stationarity, reweighted_l1
 from .stiefel import orthonormality_error, stiefel_gradient, stiefel_retraction
 from .subgradient import projected_subgradient, truncated_gradient
@@ -37,6 +38,7 @@ __all__ = [
     "lipschitz_constant",
     "orthonormality_error",
     "projected_subgradient",
+    "prox_newton",
     "reweighted_l1",
     "stiefel_gradient",
     "stiefel_retraction",
