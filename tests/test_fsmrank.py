@@ -474,3 +474,43 @@ def test_two_stage_bad_n_features(cls, t):
     X, y, qid = small(9)
     with pytest.raises(ParameterError, match="n_features"):
         cls(n_features_to_select=t).fit(X, y, qid)
+
+
+# --------------------------------------------------------------------------
+# stop= : relative change (default), gradient mapping, the paper's fixed T
+# --------------------------------------------------------------------------
+
+
+def _stop_data():
+    d = make_synthetic_letor(n_queries=8, docs_per_query=(5, 11), n_informative=3,
+                             n_redundant=2, n_noise=5, seed=3)
+    return d.X, d.y, d.qid
+
+
+def test_fsmrank_stop_max_iter_runs_exactly_T():
+    X, y, qid = _stop_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)   # no warning: T is the rule
+        m = FSMRank(lambda1=0.1, lambda2=1e-3, stop="max_iter", max_iter=37).fit(X, y, qid)
+    assert m.n_iter_ == 37 and m.converged_
+    assert m.history_["F"].size == 38
+
+
+def test_fsmrank_stop_gradient_mapping_holds_at_exit_and_default_unchanged():
+    X, y, qid = _stop_data()
+    tol = 1e-6
+    m = FSMRank(lambda1=0.1, lambda2=1e-3, stop="gradient_mapping", tol=tol).fit(X, y, qid)
+    gmap = m.history_["gmap"]
+    assert m.converged_ and gmap[-1] <= tol * gmap[1]
+    default = FSMRank(lambda1=0.1, lambda2=1e-3, tol=1e-4).fit(X, y, qid)
+    explicit = FSMRank(lambda1=0.1, lambda2=1e-3, tol=1e-4,
+                       stop="relative_change").fit(X, y, qid)
+    np.testing.assert_array_equal(default.coef_, explicit.coef_)
+    F = default.history_["F"]
+    assert abs(F[-1] - F[-2]) <= 1e-4 * abs(F[-2])
+
+
+def test_fsmrank_stop_rejects_unknown_rule():
+    X, y, qid = _stop_data()
+    with pytest.raises(ParameterError, match="'stop' parameter of FSMRank.*max_iter"):
+        FSMRank(stop="T").fit(X, y, qid)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import ClassVar
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import (
     check_fit_input,
@@ -33,6 +35,9 @@ __all__ = ["FSMSVM", "FSMRank"]
 
 
 _IMPORTANCES = ("pearson", "uniform")
+#: ``stop=`` of :class:`FSMRank`: the relative change of Section III-C,
+#: :func:`refimpl.solvers.apg`'s gradient mapping, or the paper's fixed T.
+FSMRANK_STOPS = ("relative_change", "gradient_mapping", "max_iter")
 _SIMILARITIES = ("pearson", "identity")
 
 
@@ -79,9 +84,19 @@ class FSMRank(_LinearRanker):
         What to do with a non-PSD ``A``; see
         :func:`refimpl.fsmrank.convexify_similarity`.
     tol : float, default 1e-6
-        Relative change tolerance (the paper uses 1e-4).
+        Tolerance of the stopping rule ``stop`` (the paper uses a relative
+        change of 1e-4).
     max_iter : int, default 10000
         ``T`` of Algorithm 1 (the paper's experiments use 400).
+    stop : {"relative_change", "gradient_mapping", "max_iter"}, default "relative_change"
+        ``"relative_change"``: ``|F(w_t) - F(w_{t-1})| <= tol |F(w_{t-1})|``
+        (Section III-C; cheap, certifies nothing); ``"gradient_mapping"``:
+        ``||G_L(z_t)|| <= tol ||G_L(w_0)||`` (see
+        :func:`refimpl.solvers.apg`; zero exactly at the solution);
+        ``"max_iter"``: exactly ``T = max_iter`` iterations, ``tol``
+        unused (the paper's fixed ``T``; ``converged_`` is then True once
+        the ``T`` iterations have run, and ``history_["gmap"]`` tells how
+        far from optimal they ended).
     L0 : float, optional
         Upper bound on the Lipschitz constant of ``grad psi``; default
         Theorem 1's ``(4d/p) sum_P ||x_i - x_j||_inf^2 + 2 d lambda1
@@ -126,13 +141,14 @@ class FSMRank(_LinearRanker):
         "psd": options(PSD_MODES),
         "tol": [POSITIVE],
         "max_iter": [COUNT],
+        "stop": options(FSMRANK_STOPS),
         "L0": [POSITIVE, None],
         "backend": options(BACKENDS),
     }
 
     def __init__(self, lambda1=1.0, lambda2=1e-3, importance="pearson",
                  similarity="pearson", psd="project", tol=1e-6, max_iter=10000,
-                 L0=None, backend="auto"):
+                 L0=None, backend="auto", stop="relative_change"):
         self.lambda1 = lambda1
         self.lambda2 = lambda2
         self.importance = importance
@@ -142,6 +158,7 @@ class FSMRank(_LinearRanker):
         self.max_iter = max_iter
         self.L0 = L0
         self.backend = backend
+        self.stop = stop
 
     def _problem(self, problem):
         """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
@@ -182,9 +199,18 @@ class FSMRank(_LinearRanker):
         L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
         if L0 <= 0:
             L0 = 1.0
-        result = apg(smooth, penalty, L0=L0, line_search="nemirovski", eta=2.0,
-                     tol=float(self.tol), stop="relative_change",
-                     max_iter=int(self.max_iter))
+        if self.stop == "max_iter":
+            # tol = 0: only an exactly unchanged F ends the run before T
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                result = apg(smooth, penalty, L0=L0, line_search="nemirovski",
+                             eta=2.0, tol=0.0, stop="relative_change",
+                             max_iter=int(self.max_iter))
+            result.converged = True
+        else:
+            result = apg(smooth, penalty, L0=L0, line_search="nemirovski", eta=2.0,
+                         tol=float(self.tol), stop=self.stop,
+                         max_iter=int(self.max_iter))
         d = loss.n_features
         w2 = result.w
         coef = w2[:d] - w2[d:]
