@@ -10,7 +10,7 @@ from .._validation import check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
-from ..solvers.fenchelrank import LINESEARCHES, STEPS, fenchelrank
+from ..solvers.fenchelrank import LINESEARCHES, STEPS, VARIANTS, fenchelrank
 from ._base import (
     COUNT,
     DEPRECATED,
@@ -63,6 +63,13 @@ class FenchelRank(_LinearRanker):
     linesearch :
         Deprecated former name of ``line_search`` (still accepted, with a
         ``FutureWarning``).
+    variant : {"paper", "pairwise", "away", "face_newton"}, default "paper"
+        ``"paper"``: Algorithm 1 (Frank-Wolfe steps towards the greedy
+        vertex).  ``"pairwise"`` and ``"away"``: the pairwise and away-step
+        Frank-Wolfe methods; ``"face_newton"``: pairwise steps that add
+        features, Newton steps on the current face otherwise (the fastest).
+        All stop by the same certified gap (eq. 17); the others need
+        ``step="exact"``.  See :func:`refimpl.solvers.fenchelrank`.
 
     Attributes
     ----------
@@ -93,10 +100,12 @@ class FenchelRank(_LinearRanker):
         "backend": options(BACKENDS),
         "line_search": options(LINESEARCHES),
         "linesearch": deprecated_alias(options(LINESEARCHES)),
+        "variant": options(VARIANTS),
     }
 
     def __init__(self, r=1.0, tol=1e-3, max_iter=1000, step="exact",
-                 backend="auto", line_search="auto", linesearch=DEPRECATED):
+                 backend="auto", line_search="auto", linesearch=DEPRECATED,
+                 variant="paper"):
         self.r = r
         self.tol = tol
         self.max_iter = max_iter
@@ -104,6 +113,7 @@ class FenchelRank(_LinearRanker):
         self.backend = backend
         self.line_search = line_search
         self.linesearch = linesearch
+        self.variant = variant
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
@@ -115,6 +125,11 @@ class FenchelRank(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
+        if self.variant != "paper" and self.step != "exact":
+            raise ParameterError(
+                f"variant={self.variant!r} needs step='exact' (accepted with "
+                f"step={self.step!r}: variant='paper'), got step={self.step!r}"
+            )
         problem = check_fit_input(self, X, y, qid)
         r = float(self.r)
         loss = PairwiseSquaredHinge(problem, margin=1.0 / r, normalize=True,
@@ -126,7 +141,8 @@ class FenchelRank(_LinearRanker):
                 f"{loss.backend!r} has none: use line_search='newton' or 'auto'"
             )
         result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
-                             step=self.step, linesearch=line_search)
+                             step=self.step, linesearch=line_search,
+                             variant=self.variant)
         coef = r * result.w
         if not np.all(np.isfinite(coef)):
             raise FloatingPointError("FenchelRank produced non-finite coefficients")
