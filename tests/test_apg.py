@@ -131,7 +131,7 @@ def lasso(seed, n=40, d=15, alpha=0.05):
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("line_search", ["backtracking", "nemirovski", "fixed"])
+@pytest.mark.parametrize("line_search", ["backtracking", "nemirovski", "fixed", "adaptive"])
 def test_lasso_matches_sklearn(seed, line_search):
     ls, pen, w_star, F = lasso(seed)
     r = apg(ls, pen, line_search=line_search, tol=1e-12, stop="gradient_mapping")
@@ -168,7 +168,41 @@ def test_fista_rate_bound(seed, line_search):
     assert np.all(gap <= bound + 1e-12 * F_star)
 
 
-@pytest.mark.parametrize("line_search", ["backtracking", "nemirovski", "fixed"])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("w0_scale", [0.0, 1.0])
+def test_adaptive_step_rate_bound(seed, w0_scale):
+    """Scheinberg-Goldfarb-Bai: F(w_k) - F* <= 2 R^2 / (sum_i L_i^-1/2 + L_1^-1/2)^2.
+
+    With the steps it actually took (L_i, some below the global constant),
+    and L decreasing somewhere (else the test would be FISTA's).
+    """
+    ls, pen, w_star, F = lasso(seed, alpha=0.02)
+    w0 = w0_scale * np.random.default_rng(seed + 100).normal(size=ls.n_features)
+    r = apg(ls, pen, w0, line_search="adaptive", L0=ls.lipschitz_bound(),
+            tol=1e-13, stop="gradient_mapping", max_iter=3000)
+    assert r.converged
+    F_star = min(F(w_star), F(r.w))
+    L = np.asarray(r.history["L"][1:])
+    assert np.any(np.diff(L) < 0) and L.min() < ls.lipschitz_bound()
+    s = np.cumsum(L ** -0.5) + L[0] ** -0.5
+    gap = np.asarray(r.history["F"][1:]) - F_star
+    bound = 2 * float(np.sum((w0 - w_star) ** 2)) / s ** 2
+    assert np.all(gap <= bound + 1e-12 * F_star)
+
+
+@pytest.mark.parametrize("restart", [False, "function", "gradient"])
+def test_adaptive_step_agrees_with_backtracking(restart):
+    X, y, qid = small(21, n_queries=8)
+    smooth = ScaledSmooth(PairwiseSquaredHinge(X, y, qid), 0.3)
+    ref = apg(smooth, L1(1.0), tol=1e-11, stop="gradient_mapping", max_iter=100000)
+    r = apg(smooth, L1(1.0), line_search="adaptive", restart=restart, tol=1e-11,
+            stop="gradient_mapping", max_iter=100000)
+    assert r.converged
+    assert r.history["F"][-1] == pytest.approx(ref.history["F"][-1], rel=1e-9)
+    assert r.n_iter <= ref.n_iter
+
+
+@pytest.mark.parametrize("line_search", ["backtracking", "nemirovski", "fixed", "adaptive"])
 def test_ista_is_monotone(line_search):
     ls, pen, w_star, F = lasso(3, alpha=0.01)
     r = apg(ls, pen, accelerated=False, line_search=line_search, tol=1e-10,
@@ -312,6 +346,10 @@ def test_sparse_ranksvm_weighted_l1_matches_cvxpy(seed):
 @pytest.mark.parametrize("kwargs", [
     {"line_search": "nemirovski"},
     {"line_search": "fixed"},
+    {"line_search": "adaptive"},
+    {"line_search": "adaptive", "restart": "gradient"},
+    {"solver": "newton"},
+    {"solver": "newton", "backend": "tree"},
     {"accelerated": False},
     {"restart": "function"},
     {"restart": "gradient"},

@@ -39,7 +39,7 @@ from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
 #: Rules for the Lipschitz estimate ``L`` (see :func:`apg`, Notes).
-LINE_SEARCHES = ("backtracking", "nemirovski", "fixed")
+LINE_SEARCHES = ("backtracking", "nemirovski", "fixed", "adaptive")
 
 #: Adaptive restart schemes of O'Donoghue & Candès (2015).
 RESTARTS = (False, "function", "gradient")
@@ -54,6 +54,11 @@ NEMIROVSKI_EXPONENT = 10
 #: ``f`` (near the optimum ``f(w) - f(z)`` is at the level of rounding and an
 #: exact test would double ``L`` spuriously).
 LS_RTOL = 1e-13
+
+#: ``line_search="adaptive"`` tries a smaller ``L`` only after this many
+#: iterations in a row whose first trial was accepted: each rejected trial
+#: costs a gradient at a new extrapolated point.
+ADAPTIVE_STREAK = 3
 
 #: Give up when the line search has pushed ``L`` above this.
 L_MAX = 1e300
@@ -200,7 +205,7 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
         and ``"nemirovski"`` when available, else (and always for
         ``"backtracking"``) a local curvature estimate at ``w0`` from one
         extra gradient.
-    line_search : {"backtracking", "nemirovski", "fixed"}
+    line_search : {"backtracking", "nemirovski", "fixed", "adaptive"}
         See Notes.
     eta : float, default 2.0
         Growth factor ``> 1`` of ``L`` on a failed sufficient-decrease test
@@ -289,6 +294,26 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
       holds up to the factor ``eta`` (``L_k <= eta L_f``).
     * ``"fixed"``: ``L = L0`` throughout, no test; ``L0`` must bound the
       Lipschitz constant of ``grad f``.
+    * ``"adaptive"``: FISTA-BKTR of Scheinberg, Goldfarb & Bai (2014),
+      backtracking that can also *decrease* ``L``: iteration ``k`` first
+      tries ``L_{k-1} / eta`` (after ``ADAPTIVE_STREAK`` iterations in a
+      row accepted at their first trial, else ``L_{k-1}``), and the
+      momentum follows the trial ``L``,
+
+      .. math::
+
+          t_k = \tfrac12\bigl(1 + \sqrt{1 + 4 \theta_k t_{k-1}^2}\bigr),
+          \quad \theta_k = L_k / L_{k-1}, \qquad
+          z_k = w_{k-1} + \tfrac{t_{k-1} - 1}{t_k} (w_{k-1} - w_{k-2}),
+
+      so each rejected trial moves ``z_k`` and costs a gradient there.
+      This keeps ``t_k^2 / L_k = t_k / L_k + t_{k-1}^2 / L_{k-1}``, whence
+      ``F(w_k) - F^* <= ||w_0 - w^*||^2 / (2 t_k^2 / L_k) <= 2 ||w_0 -
+      w^*||^2 / (sum_{i<=k} L_i^{-1/2} + L_1^{-1/2})^2``: the ``O(1/k^2)``
+      rate with a mean of the local ``1/sqrt(L_i)`` in place of the
+      largest ``L`` (the bound their analysis gives, by induction on the
+      recursion; derived in the book), whatever the rule choosing the
+      first trial.
 
     *Cost.*  One ``fun`` + ``grad`` at ``z_k`` and one ``fun`` per trial
     ``w_k``; when ``z_{k+1} = w_k`` (ISTA, a restart, ``k = 1``) the value
@@ -368,6 +393,10 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     z = w                     # search point z_1 = w_0
     z_is_w = True             # smooth's cached state is at z (== w)
     alpha = 1.0
+    w_old = w                 # w_{k-2} of the adaptive rule's extrapolation
+    fresh = True              # adaptive: this iteration has t_k = 1, z_k = w_{k-1}
+    g_w = None                # grad f(w_{k-1}), once per iteration (adaptive)
+    streak = ADAPTIVE_STREAK  # iterations since the last rejected trial
     gmap0 = gmap_ref
     converged = False
     message = ""
@@ -375,34 +404,89 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
     crit = math.nan
     while n_iter < max_iter:
         n_iter += 1
-        if z_is_w:
-            f_z = f_w
+        if line_search == "adaptive":
+            # Scheinberg, Goldfarb & Bai (2014), FISTA-BKTR: try L_{k-1}/eta
+            # first; the momentum t_k depends on the trial L through theta.
+            L_prev = L
+            if n_iter > 1 and streak >= ADAPTIVE_STREAK:
+                L = L_prev / eta
+            first_trial = True
+            while True:
+                if fresh:       # t_k = 1, z_k = w_{k-1}: k = 1, after a restart, ISTA
+                    alpha_new, beta = 1.0, 0.0
+                else:
+                    theta = L / L_prev
+                    alpha_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * theta * alpha * alpha))
+                    beta = (alpha - 1.0) / alpha_new
+                if beta == 0.0:
+                    z, f_z = w, f_w
+                    if g_w is None:
+                        # beta = 0 iff t_{k-1} = 1, whatever the trial L: the
+                        # first trial, with the cache still at w, gets here
+                        g_w = np.asarray(smooth.grad(w), dtype=np.float64)
+                        _check_finite(g_w, "the gradient at the search point", smooth)
+                    g_z = g_w
+                else:
+                    z = w + beta * (w - w_old)
+                    f_z = float(smooth.fun(z))
+                    n_fun += 1
+                    g_z = np.asarray(smooth.grad(z), dtype=np.float64)
+                    _check_finite(f_z, "f at the search point", smooth)
+                    _check_finite(g_z, "the gradient at the search point", smooth)
+                w_new = np.asarray(penalty.prox(z - g_z / L, 1.0 / L), dtype=np.float64)
+                d = w_new - z
+                _check_finite(w_new, "the proximal step", smooth)
+                dd = float(d @ d)
+                f_new = float(smooth.fun(w_new))
+                n_fun += 1
+                _check_finite(f_new, "f at a trial point", smooth)
+                if dd == 0.0:
+                    break
+                excess = f_new - f_z - float(g_z @ d) - 0.5 * L * dd
+                allowance = LS_RTOL * max(abs(f_z), abs(f_new))
+                # a smaller L only on evidence beyond rounding: near the optimum
+                # the test is at rounding level for any L and would let L (and
+                # the certificate L ||w - z||) drift down
+                if excess <= (allowance if L >= L_prev else -allowance):
+                    break
+                L *= eta
+                first_trial = False
+                if L > L_MAX:
+                    raise NonFiniteError(nonfinite_message(
+                        "APG", "the step-size constant L", L, smooth,
+                        f"(the line search pushed it above {L_MAX:.0e}; is grad f "
+                        "Lipschitz?)"))
+            streak = streak + 1 if first_trial else 0
+            alpha = alpha_new
         else:
-            f_z = float(smooth.fun(z))
-            n_fun += 1
-        g_z = np.asarray(smooth.grad(z), dtype=np.float64)
-        _check_finite(f_z, "f at the search point", smooth)
-        _check_finite(g_z, "the gradient at the search point", smooth)
+            if z_is_w:
+                f_z = f_w
+            else:
+                f_z = float(smooth.fun(z))
+                n_fun += 1
+            g_z = np.asarray(smooth.grad(z), dtype=np.float64)
+            _check_finite(f_z, "f at the search point", smooth)
+            _check_finite(g_z, "the gradient at the search point", smooth)
 
-        while True:
-            w_new = np.asarray(penalty.prox(z - g_z / L, 1.0 / L), dtype=np.float64)
-            d = w_new - z
-            _check_finite(w_new, "the proximal step", smooth)
-            dd = float(d @ d)
-            f_new = float(smooth.fun(w_new))
-            n_fun += 1
-            _check_finite(f_new, "f at a trial point", smooth)
-            if line_search == "fixed" or dd == 0.0:
-                break
-            excess = f_new - f_z - float(g_z @ d) - 0.5 * L * dd
-            if excess <= LS_RTOL * max(abs(f_z), abs(f_new)):
-                break
-            L *= eta
-            if L > L_MAX:
-                raise NonFiniteError(nonfinite_message(
-                    "APG", "the step-size constant L", L, smooth,
-                    f"(the line search pushed it above {L_MAX:.0e}; is grad f "
-                    "Lipschitz?)"))
+            while True:
+                w_new = np.asarray(penalty.prox(z - g_z / L, 1.0 / L), dtype=np.float64)
+                d = w_new - z
+                _check_finite(w_new, "the proximal step", smooth)
+                dd = float(d @ d)
+                f_new = float(smooth.fun(w_new))
+                n_fun += 1
+                _check_finite(f_new, "f at a trial point", smooth)
+                if line_search == "fixed" or dd == 0.0:
+                    break
+                excess = f_new - f_z - float(g_z @ d) - 0.5 * L * dd
+                if excess <= LS_RTOL * max(abs(f_z), abs(f_new)):
+                    break
+                L *= eta
+                if L > L_MAX:
+                    raise NonFiniteError(nonfinite_message(
+                        "APG", "the step-size constant L", L, smooth,
+                        f"(the line search pushed it above {L_MAX:.0e}; is grad f "
+                        "Lipschitz?)"))
 
         F_new = f_new + float(penalty.value(w_new))
         _check_finite(F_new, "the objective F = f + g at the new iterate", smooth)
@@ -425,7 +509,12 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
             crit = gmap / gmap0 if gmap0 > 0 else 0.0
             done = gmap <= tol * gmap0
 
-        if not accelerated or restarted:
+        if line_search == "adaptive":
+            # z_{k+1} is built in the next iteration, from its trial L
+            fresh = not accelerated or restarted
+            w_old = w
+            alpha_next, z_next, g_w = alpha, w_new, None
+        elif not accelerated or restarted:
             alpha_next = 1.0
             z_next = w_new
         else:
