@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import SparseRankSVM
+from refimpl.estimators.sparse import ranksvm_l1_path
 from refimpl.kernels.cd_l1 import (
     active_laplacian_matmul,
     cd_quadratic_l1,
@@ -203,3 +204,25 @@ def test_bad_options():
         SparseRankSVM(solver="lbfgs").fit(X, y, qid)
     with pytest.warns(ConvergenceWarning, match="max_iter = 1 reached"):
         prox_newton(smooth, L1(1.0), tol=1e-12, max_iter=1)
+
+
+@pytest.mark.filterwarnings("ignore::refimpl.exceptions.EmptyModelWarning")
+@pytest.mark.parametrize("solver", ["newton", "fista"])
+def test_path_warm_equals_cold_within_tolerance(solver):
+    X, y, qid = small(9, n_queries=10)
+    Cs = [3.0, 0.01, 0.3, 30.0, 1e-4]          # any order; 1e-4 gives w = 0
+    tol = 1e-8
+    warm, rw = ranksvm_l1_path(X, y, qid, Cs, solver=solver, tol=tol, max_iter=100000)
+    cold, rc = ranksvm_l1_path(X, y, qid, Cs, solver=solver, tol=tol, max_iter=100000,
+                               warm_start=False)
+    assert all(r.converged for r in rw + rc)
+    assert not np.any(warm[Cs.index(1e-4)])
+    for i, C in enumerate(Cs):
+        Fw, Fc = rw[i].history["F"][-1], rc[i].history["F"][-1]
+        assert Fw == pytest.approx(Fc, rel=1e-7)
+        np.testing.assert_allclose(warm[i], cold[i], atol=1e-3 * max(1.0, np.abs(cold[i]).max()))
+        m = SparseRankSVM(C=C, solver=solver, tol=tol, max_iter=100000).fit(X, y, qid)
+        assert Fc == pytest.approx(m.objective_, rel=1e-12)
+    assert sum(r.n_iter for r in rw) < sum(r.n_iter for r in rc)
+    with pytest.raises(Exception, match="Cs must be"):
+        ranksvm_l1_path(X, y, qid, [1.0, -1.0])

@@ -265,7 +265,7 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
     Returns
     -------
     SolverResult
-        ``history`` with :func:`apg`'s keys (entry 0 = ``w0``): ``F``,
+        ``history`` with :func:`~refimpl.solvers.apg`'s keys (entry 0 = ``w0``): ``F``,
         ``gmap`` (``||v(w_k)||``, the quantity of the stop; an upper bound
         on FISTA's gradient mapping), ``n_fun``, ``time``; ``L`` is nan and
         ``restart`` False (neither applies); and ``step`` (the Armijo

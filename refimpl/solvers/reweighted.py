@@ -125,12 +125,12 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
     callback : callable, optional
         ``callback(k, w, info)`` after outer iteration ``k``.
     solver : {"fista", "newton"}, default "fista"
-        The convex solver of each weighted-l1 pass: :func:`apg` (the
+        The convex solver of each weighted-l1 pass: :func:`~refimpl.solvers.apg` (the
         paper's Algorithm 1) or :func:`refimpl.solvers.prox_newton`, whose
         stop (minimum-norm subgradient ``<= tol`` times the same
-        reference) certifies the gradient-mapping test of :func:`apg`, so
+        reference) certifies the gradient-mapping test of :func:`~refimpl.solvers.apg`, so
         the outer stop and the stationarity it reaches
-        (:func:`dc_stationarity`) mean the same; ``line_search``,
+        (:func:`~refimpl.solvers.dc_stationarity`) mean the same; ``line_search``,
         ``accelerated`` and ``restart`` then do not apply.
 
     Warns
