@@ -467,8 +467,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 class _ScoreSpace:
     """Scores ``z = X w`` kept along the steps, value and gradient from them.
 
-    For explicit pairs: ``X d`` is assembled from columns of a Fortran copy
-    of the loss's ``X`` (or from ``z`` itself), the value and the score
+    For explicit pairs: ``X d`` is assembled from columns of the loss's
+    ``X``, read in place (or from ``z`` itself), the value and the score
     gradient come from :func:`refimpl.kernels.squared_hinge.value_dz` on
     ``z``, Hessian blocks from its ``hess_dz``, and the exact step from
     :func:`refimpl.kernels.fenchel.linesearch_pairs` on the residuals.
@@ -482,7 +482,8 @@ class _ScoreSpace:
         self._sh = _sh
         X = loss.X
         self.sparse = sp.issparse(X)
-        self.X = X.tocsc() if self.sparse else np.asfortranarray(X, dtype=np.float64)
+        # columns are read in place (strided for C order): no copy of X
+        self.X = X.tocsc() if self.sparse else np.asarray(X, dtype=np.float64)
         self.pi, self.pj = pairs
         p = len(self.pi)
         self.n_docs = self.X.shape[0]
@@ -510,13 +511,11 @@ class _ScoreSpace:
 
     def hessian(self, idx):
         """Generalised Hessian block ``H_SS`` at the last :meth:`value_grad`."""
-        U = np.asarray(self.columns(idx), dtype=np.float64)
+        U = np.asfortranarray(self.columns(idx), dtype=np.float64)
         HU = np.empty_like(U, order="F")
-        out = np.empty(self.n_docs)
         for col in range(U.shape[1]):
-            self._sh.hess_dz(np.ascontiguousarray(U[:, col]), self.act_i,
-                             self.act_j, self.n_act, out)
-            HU[:, col] = out
+            self._sh.hess_dz(U[:, col], self.act_i, self.act_j, self.n_act,
+                             HU[:, col])
         return self.scale * (U.T @ HU)
 
     def exact_step(self, z, u):
