@@ -158,14 +158,29 @@ def generalized_hessian(smooth, w):
     parts = _unwrap(smooth)
     if parts is None:
         H = hessian_matrix(smooth, w)
-        smooth.fun(w)
-        return H
+    else:
+        H = _pair_hessian(parts, w, None)[1]
+    smooth.fun(w)
+    return H
+
+
+def _pair_hessian(parts, w, previous):
+    """``(active, H)`` of ``c`` times the explicit-pairs squared hinge at ``w``.
+
+    ``active`` is the mask of active pairs; when it equals that of
+    ``previous`` (an earlier ``(active, H)``) the Hessian is the same
+    matrix (it depends on ``w`` only through the active set) and
+    ``previous`` is returned: near the solution of this piecewise-quadratic
+    problem the active set settles and the Newton steps stop paying for it.
+    """
     c, loss = parts
     pi, pj = loss.pair_indices()
     z = loss.scores(w)
+    act = loss.margin - (z[pi] - z[pj]) > 0
+    if previous is not None and np.array_equal(act, previous[0]):
+        return previous
     X = loss.X
     if sp.issparse(X):
-        act = loss.margin - (z[pi] - z[pj]) > 0
         ai, aj = pi[act], pj[act]
         ones = np.ones(ai.size)
         m = X.shape[0]
@@ -179,22 +194,75 @@ def generalized_hessian(smooth, w):
         active_laplacian_matmul(z, pi, pj, float(loss.margin), X, LX)
         H = X.T @ LX
     H = (2.0 * c * loss.scale) * 0.5 * (H + H.T)
-    smooth.fun(w)
-    return H
+    return act, H
+
+
+def _model_value(H, b, beta, u):
+    """``u^T H u / 2 - b^T u + sum_j beta_j |u_j|`` (the model in ``u = w + d``)."""
+    return 0.5 * float(u @ (H @ u)) - float(b @ u) + float(beta @ np.abs(u))
+
+
+def _feature_sign(H, b, beta, u, tol, max_steps):
+    """Feature-sign search (Lee, Battle, Raina & Ng 2007) on the model, from ``u``.
+
+    Minimises ``q(u) = u^T H u / 2 - b^T u + sum_j beta_j |u_j|`` exactly:
+    guess the support and the signs, solve the linear system on them, and
+    move to the best of the new point and the sign changes on the way
+    (``q`` decreases strictly at every step); the most violated zero
+    coordinate joins the support.  Returns the point reached when its
+    minimum-norm subgradient is ``<= tol``, else None (no decrease, a
+    singular system, or ``max_steps`` steps).
+    """
+    u = u.copy()
+    q = _model_value(H, b, beta, u)
+    for _ in range(max_steps):
+        G = H @ u - b
+        if safe_norm(min_norm_subgradient(G, u, beta)) <= tol:
+            return u
+        sign = np.sign(u)
+        zero_excess = np.where(u == 0, np.abs(G) - beta, -np.inf)
+        j = int(np.argmax(zero_excess))
+        if zero_excess[j] > 0:
+            sign[j] = -np.sign(G[j])
+        S = np.flatnonzero(sign)
+        try:
+            uS = np.linalg.solve(H[np.ix_(S, S)], b[S] - beta[S] * sign[S])
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(uS)):
+            return None
+        cur = u[S]
+        step = uS - cur
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = -cur / step
+        ts = np.concatenate([[1.0], cross[(cur != 0) & (cross > 0) & (cross < 1)]])
+        best_q, best_u = q, None
+        for t in ts:
+            trial = u.copy()
+            trial[S] = cur + t * step
+            if t < 1.0:   # the coordinates crossing at t are exactly zero there
+                trial[S[(cur != 0) & (cross == t)]] = 0.0
+            qt = _model_value(H, b, beta, trial)
+            if qt < best_q:
+                best_q, best_u = qt, trial
+        if best_u is None:
+            return None
+        u, q = best_u, best_q
+    return None
 
 
 def _cd_model(H, g, w, beta, tol, max_sweeps):
     """Minimise the model ``g^T d + d^T H d / 2 + sum_j beta_j |w_j + d_j|``.
 
     Returns ``(d, sweeps)``.  Coordinate descent
-    (:func:`refimpl.kernels.cd_l1.cd_quadratic_l1`) until the model's
-    minimum-norm subgradient has norm ``<= tol`` or ``max_sweeps`` sweeps;
-    after the first sweeps a *sign-fixed polish* solves the model exactly on
-    the support ``S`` of ``u = w + d`` with the signs ``s`` of ``u``
-    (``H_SS u_S = H_S. w - g_S - beta_S s_S``) and keeps that point when it
-    has the same signs and its minimum-norm subgradient is smaller: the
-    exact minimiser when the signs are right, which coordinate descent
-    approaches only linearly on an ill-conditioned ``H``.
+    (:func:`refimpl.kernels.cd_l1.cd_quadratic_l1`, LIBLINEAR's inner
+    solver) for a few sweeps, then an exact finish by feature-sign search
+    (:func:`_feature_sign`) from the point reached: coordinate descent
+    alone approaches the minimiser only linearly on an ill-conditioned
+    ``H`` (correlated features), the linear systems of the feature-sign
+    steps do not care.  If that finish fails, coordinate descent goes on,
+    in doubling chunks with a finish after each, until the model's
+    minimum-norm subgradient is ``<= tol`` or ``max_sweeps`` sweeps.
     """
     n = g.size
     d = np.zeros(n)
@@ -202,31 +270,20 @@ def _cd_model(H, g, w, beta, tol, max_sweeps):
     g = np.ascontiguousarray(g)
     w = np.ascontiguousarray(w)
     beta = np.ascontiguousarray(beta)
+    b = H @ w - g
     sweeps = 0
     budget = int(max_sweeps)
     chunk = 10
     while True:
         done = cd_quadratic_l1(H, g, w, beta, float(tol), min(chunk, budget - sweeps), d)
         sweeps += int(done)
-        viol = model_violation(H, g, w, beta, d)
-        if viol <= tol or sweeps >= budget:
+        if model_violation(H, g, w, beta, d) <= tol or sweeps >= budget:
             return d, sweeps
-        u = w + d
-        S = np.flatnonzero(u)
-        if S.size:
-            sign = np.sign(u[S])
-            rhs = H[S] @ w - g[S] - beta[S] * sign
-            try:
-                uS = np.linalg.solve(H[np.ix_(S, S)], rhs)
-            except np.linalg.LinAlgError:
-                uS = None
-            if uS is not None and np.all(np.isfinite(uS)) and np.all(np.sign(uS) == sign):
-                d_try = -w.copy()
-                d_try[S] += uS
-                if model_violation(H, g, w, beta, d_try) < viol:
-                    d = d_try
-                    if model_violation(H, g, w, beta, d) <= tol:
-                        return d, sweeps
+        u = _feature_sign(H, b, beta, w + d, tol, 4 * n + 10)
+        if u is not None:
+            d_fs = u - w
+            if model_violation(H, g, w, beta, d_fs) <= tol:
+                return d_fs, sweeps
         chunk *= 2
 
 
@@ -312,12 +369,19 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
             history[key].append(value)
 
     record(math.nan, math.nan, 0)
+    parts = _unwrap(smooth)
+    hess_state = None
     converged = viol <= tol * ref
     message = ""
     k = 0
     while not converged and k < max_iter:
         k += 1
-        H = _check(generalized_hessian(smooth, w), "the generalised Hessian", smooth)
+        if parts is None:
+            H = hessian_matrix(smooth, w)
+        else:
+            hess_state = _pair_hessian(parts, w, hess_state)
+            H = hess_state[1].copy()
+        _check(H, "the generalised Hessian", smooth)
         diag = np.diag(H)
         nu = NU * max(float(diag.max(initial=0.0)), 1.0)
         H[np.diag_indices(n)] += nu
