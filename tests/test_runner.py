@@ -167,11 +167,13 @@ def test_task_matches_a_fit_by_hand(first_run, tiny_root):
     result, _ = first_run
     fold = load_fold("TINY", 1, str(tiny_root))
     for row in result.tasks:
-        C = json.loads(row["params"])["C"]
+        params = json.loads(row["params"])
+        fixed = METHODS[row["method"]].fixed
         if row["method"] == "ranksvm":
-            est = RankSVM(C=C, tol=1e-3)
+            est = RankSVM(**params, **fixed)
         else:
-            est = SparseRankSVM(C=C, penalty="l1", tol=1e-5, max_iter=5000)
+            est = SparseRankSVM(**params, **fixed)
+        assert est.get_params()["C"] == params["C"]
         est.fit(*fold.train)
         ref = metrics.evaluate(fold.test.y, est.predict(fold.test.X), fold.test.qid,
                                ks=range(1, 11))

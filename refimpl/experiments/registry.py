@@ -390,8 +390,14 @@ register(Method(
     grid={"C": _POW2}, reduced_grid={"C": [2.0 ** -5, 1.0]},
     selection_metric="MeanNDCG", linear=True, paper="lee2014largescale",
     grid_source="Lee & Lin (2014), Section 4.4: C in {2^-15, ..., 2^10}, "
-                "selected by validation mean NDCG (LETOR 4.0)",
-    fixed={"tol": 1e-3},
+                "selected by validation mean NDCG (LETOR 4.0); eps = 1e-4",
+    # eps = 1e-4, not LIBLINEAR's 1e-3: at 1e-3 the validation mean NDCG of
+    # near-tied C differ in the 6th digit between BLAS kernels, so MQ2008
+    # Fold 1 selected C = 16, 64 or 512 depending on the CPU; at 1e-4 the
+    # selections on all five folds equal those at 1e-6 under the Haswell,
+    # Sandybridge and Prescott kernels, for 2x the CPU of 1e-3 (10x less
+    # than 1e-6).
+    fixed={"tol": 1e-4},
     description="L2-loss linear RankSVM, TRON with order-statistic trees",
     ranges={"C": _POSITIVE, "tol": _POSITIVE},
 ))
