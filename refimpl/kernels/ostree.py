@@ -40,6 +40,8 @@ Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 import numpy as np
 from numba import njit
 
+from ._simd import prefetch
+
 # --------------------------------------------------------------------------
 # input preparation
 # --------------------------------------------------------------------------
@@ -113,27 +115,36 @@ def sort_by_score(z, order, indptr, perm):
         lmax = max(lmax, indptr[q + 1] - indptr[q])
     zb = np.empty(lmax, dtype=np.float64)
     for q in range(len(indptr) - 1):
-        lo = indptr[q]
-        hi = indptr[q + 1]
-        n = hi - lo
-        if n > SMALL_QUERY:
-            for a in range(n):
-                zb[a] = z[order[lo + a]]
-            s = np.argsort(zb[:n], kind="mergesort")
-            for a in range(n):
-                perm[lo + a] = order[lo + s[a]]
-            continue
-        # insertion sort; shifting only past strictly larger keys is stable
+        _sort_query(z, order, indptr[q], indptr[q + 1], perm, zb)
+
+
+@njit(inline="always")
+def _sort_query(z, order, lo, hi, perm, zb):
+    """Sort one query's documents ``order[lo:hi]`` by score into ``perm[lo:hi]``.
+
+    The body of :func:`sort_by_score` for one query (``zb``: scratch of at
+    least ``hi - lo`` scores), shared with the one-pass kernels of
+    :mod:`refimpl.kernels.fused`.
+    """
+    n = hi - lo
+    if n > SMALL_QUERY:
         for a in range(n):
-            j = order[lo + a]
-            v = z[j]
-            b = a - 1
-            while b >= 0 and _lt(v, zb[b]):
-                zb[b + 1] = zb[b]
-                perm[lo + b + 1] = perm[lo + b]
-                b -= 1
-            zb[b + 1] = v
-            perm[lo + b + 1] = j
+            zb[a] = z[order[lo + a]]
+        s = np.argsort(zb[:n], kind="mergesort")
+        for a in range(n):
+            perm[lo + a] = order[lo + s[a]]
+        return
+    # insertion sort; shifting only past strictly larger keys is stable
+    for a in range(n):
+        j = order[lo + a]
+        v = z[j]
+        b = a - 1
+        while b >= 0 and _lt(v, zb[b]):
+            zb[b + 1] = zb[b]
+            perm[lo + b + 1] = perm[lo + b]
+            b -= 1
+        zb[b + 1] = v
+        perm[lo + b + 1] = j
 
 
 @njit(cache=True)
@@ -177,6 +188,23 @@ def _largest_query(nlev, indptr):
         kmax = max(kmax, nlev[q])
         lmax = max(lmax, indptr[q + 1] - indptr[q])
     return kmax, lmax
+
+
+@njit(inline="always")
+def _prefetch_ahead(a, pf, pf_end, step):
+    """Prefetch ``step`` cache lines of ``a`` from ``a[pf]`` on, up to ``pf_end``.
+
+    Returns the advanced cursor.  The one-pass kernels of
+    :mod:`refimpl.kernels.fused` spread the next query's rows of ``X`` over
+    the tree sweeps of the current one, so that memory and arithmetic
+    overlap; no result depends on it.
+    """
+    for _ in range(step):
+        if pf >= pf_end:
+            break
+        prefetch(a, pf)
+        pf += 8
+    return pf
 
 
 @njit(cache=True)
@@ -480,48 +508,66 @@ def hess_dz_selection_tree(
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
-        n = hi - lo
         k = nlev[q]
         if k <= 1:  # no pairs: A_w has no row in this query
             for a in range(lo, hi):
                 out[order[a]] = 0.0
             continue
-        for a in range(n):
-            j = perm[lo + a]
-            zb[a] = z[j]
-            tb[a] = t[j]
-            lb[a] = level[j]
-        p = _pow2_at_least(k)
-        # ---- gamma^+ : increasing z, right siblings met from a left child --
-        th[1 : 2 * p] = 0.0
-        tl[1 : 2 * p] = 0.0
-        b = 0
-        for a in range(n):
-            zi = zb[a]
-            while b < n and margin - (zb[b] - zi) > 0.0:
-                _dd_insert(th, tl, p + lb[b], tb[b])
-                b += 1
-            g, ge = _dd_siblings(th, tl, p + lb[a], True)
-            gh[a] = g
-            gl[a] = ge
-        # ---- gamma^- : decreasing z, left siblings met from a right child --
-        th[1 : 2 * p] = 0.0
-        tl[1 : 2 * p] = 0.0
-        b = n - 1
-        for a in range(n - 1, -1, -1):
-            zi = zb[a]
-            while b >= 0 and margin - (zi - zb[b]) > 0.0:
-                _dd_insert(th, tl, p + lb[b], tb[b])
-                b -= 1
-            g, ge = _dd_siblings(th, tl, p + lb[a], False)
-            i = perm[lo + a]
-            # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double
-            ph, pl = _two_prod(float(l_plus[i] + l_minus[i]), tb[a])
-            s, e = _two_sum(ph, -gh[a])
-            e += pl - gl[a]
-            s2, e2 = _two_sum(s, -g)
-            e2 += e - ge
-            out[i] = 2.0 * (s2 + e2)
+        _hess_query(z, t, level, perm, lo, hi - lo, k, margin, l_plus,
+                    l_minus, out, th, tl, zb, tb, lb, gh, gl, zb, 0, 0, 0)
+
+
+@njit(inline="always")
+def _hess_query(z, t, level, perm, lo, n, k, margin, l_plus, l_minus, out,
+                th, tl, zb, tb, lb, gh, gl, pfa, pf, pf_end, pf_step):
+    """:func:`hess_dz_selection_tree` on one query of ``k >= 2`` levels.
+
+    The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
+    ``out`` at those indices.  Scratch: the tree ``th, tl`` (at least
+    ``2 p`` nodes, ``p = 2^ceil(log2 k)``, slot 0 zero) and ``zb, tb, lb,
+    gh, gl`` (at least ``n`` entries).  Shared with the one-pass kernel
+    :func:`refimpl.kernels.fused.hess_vec_one_pass`, which passes a prefetch
+    cursor as :func:`_value_dz_query` does; returns the cursor.
+    """
+    for a in range(n):
+        j = perm[lo + a]
+        zb[a] = z[j]
+        tb[a] = t[j]
+        lb[a] = level[j]
+    p = _pow2_at_least(k)
+    # ---- gamma^+ : increasing z, right siblings met from a left child --
+    th[1 : 2 * p] = 0.0
+    tl[1 : 2 * p] = 0.0
+    b = 0
+    for a in range(n):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b < n and margin - (zb[b] - zi) > 0.0:
+            _dd_insert(th, tl, p + lb[b], tb[b])
+            b += 1
+        g, ge = _dd_siblings(th, tl, p + lb[a], True)
+        gh[a] = g
+        gl[a] = ge
+    # ---- gamma^- : decreasing z, left siblings met from a right child --
+    th[1 : 2 * p] = 0.0
+    tl[1 : 2 * p] = 0.0
+    b = n - 1
+    for a in range(n - 1, -1, -1):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b >= 0 and margin - (zi - zb[b]) > 0.0:
+            _dd_insert(th, tl, p + lb[b], tb[b])
+            b -= 1
+        g, ge = _dd_siblings(th, tl, p + lb[a], False)
+        i = perm[lo + a]
+        # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double
+        ph, pl = _two_prod(float(l_plus[i] + l_minus[i]), tb[a])
+        s, e = _two_sum(ph, -gh[a])
+        e += pl - gl[a]
+        s2, e2 = _two_sum(s, -g)
+        e2 += e - ge
+        out[i] = 2.0 * (s2 + e2)
+    return pf
 
 
 @njit(cache=True)
@@ -608,118 +654,142 @@ def value_dz_selection_tree(
                 l_minus[i] = 0
                 dz[i] = 0.0
             continue
-        for a in range(n):
-            j = perm[lo + a]
-            zb[a] = z[j]
-            lb[a] = level[j]
-        # Sums are taken of z - sh, sh the query's median score, when every
-        # such difference is exact (TwoSum error 0, e.g. all scores within a
-        # factor 2 of sh): a common offset then costs nothing, in accuracy or
-        # in range (z^2 overflows near 1e154).  Otherwise sh = 0.  Membership
-        # is always decided on the raw scores zb.
-        sh = zb[n // 2]
-        for a in range(n):
-            d, e = _two_sum(zb[a], -sh)
-            if e != 0.0 or not np.isfinite(d):
-                sh = 0.0
-                break
-        for a in range(n):
-            zs[a] = zb[a] - sh
-        p = 1
-        while p < k:
-            p *= 2
-        # ---- l^+, rho^+, V : increasing z, right siblings ----------------
-        cnt[1 : 2 * p] = 0
-        s1h[1 : 2 * p] = 0.0
-        s1l[1 : 2 * p] = 0.0
-        s2h[1 : 2 * p] = 0.0
-        s2l[1 : 2 * p] = 0.0
-        b = 0
-        for a in range(n):
-            zi = zb[a]
-            while b < n and margin - (zb[b] - zi) > 0.0:
-                m = p + lb[b]
-                zj = zs[b]
-                qh, ql = _two_prod(zj, zj)
-                while m >= 1:
-                    cnt[m] += 1
-                    s, e = _two_sum(s1h[m], zj)
-                    s1h[m] = s
-                    s1l[m] += e
-                    s, e = _two_sum(s2h[m], qh)
-                    s2h[m] = s
-                    s2l[m] += e + ql
-                    m >>= 1
-                b += 1
-            c = 0
-            g1 = 0.0
-            g1e = 0.0
-            g2 = 0.0
-            g2e = 0.0
-            m = p + lb[a]
-            while m > 1:
-                sib = (m + 1) * (1 - (m & 1))
-                c += cnt[sib]
-                s, e = _two_sum(g1, s1h[sib])
-                g1 = s
-                g1e += e + s1l[sib]
-                s, e = _two_sum(g2, s2h[sib])
-                g2 = s
-                g2e += e + s2l[sib]
-                m >>= 1
-            i = perm[lo + a]
-            l_plus[i] = c
-            if c == 0:
-                rh[a] = 0.0
-                rl[a] = 0.0
-                continue
-            ah, al = _two_sum(margin, zs[a])
-            cf = float(c)
-            ph, pl = _dd_scale(cf, ah, al)  # c a
-            g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
-            rh[a], rl[a] = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
-            # V = a (c a - 2 S1) + S2
-            bh, bl = _dd_add(ph, pl, -2.0 * g1, -2.0 * g1e)
-            xh, xl = _dd_mul(ah, al, bh, bl)
-            xh, xl = _dd_add(xh, xl, g2, g2e)
-            vh, vl = _dd_add(vh, vl, xh, xl)
-        # ---- l^-, rho^- : decreasing z, left siblings ---------------------
-        cnt[1 : 2 * p] = 0
-        s1h[1 : 2 * p] = 0.0
-        s1l[1 : 2 * p] = 0.0
-        b = n - 1
-        for a in range(n - 1, -1, -1):
-            zi = zb[a]
-            while b >= 0 and margin - (zi - zb[b]) > 0.0:
-                m = p + lb[b]
-                zj = zs[b]
-                while m >= 1:
-                    cnt[m] += 1
-                    s, e = _two_sum(s1h[m], zj)
-                    s1h[m] = s
-                    s1l[m] += e
-                    m >>= 1
-                b -= 1
-            c = 0
-            g1 = 0.0
-            g1e = 0.0
-            m = p + lb[a]
-            while m > 1:
-                sib = (m - 1) * (m & 1)
-                c += cnt[sib]
-                s, e = _two_sum(g1, s1h[sib])
-                g1 = s
-                g1e += e + s1l[sib]
-                m >>= 1
-            i = perm[lo + a]
-            l_minus[i] = c
-            # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
-            dh, dl = _two_sum(margin, -zs[a])
-            ph, pl = _dd_scale(float(c), dh, dl)
-            ph, pl = _dd_add(ph, pl, g1, g1e)
-            ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
-            dz[i] = 2.0 * (ph + pl)
+        vh, vl, _ = _value_dz_query(z, level, perm, lo, n, k, margin, l_plus,
+                                    l_minus, dz, vh, vl, cnt, s1h, s1l, s2h,
+                                    s2l, zb, zs, lb, rh, rl, zb, 0, 0, 0)
     return vh + vl
+
+
+@njit(inline="always")
+def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
+                    vh, vl, cnt, s1h, s1l, s2h, s2l, zb, zs, lb, rh, rl,
+                    pfa, pf, pf_end, pf_step):
+    """:func:`value_dz_selection_tree` on one query of ``k >= 2`` levels.
+
+    The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
+    ``l_plus``, ``l_minus`` and ``dz`` at those indices and returns the
+    double-double loss ``vh + vl`` with this query's terms added, and the
+    prefetch cursor.  Scratch: the tree ``cnt, s1h, s1l, s2h, s2l`` (at
+    least ``2 p`` nodes, slot 0 zero) and ``zb, zs, lb, rh, rl`` (at least
+    ``n`` entries).  Shared with the one-pass kernel
+    :func:`refimpl.kernels.fused.value_grad_one_pass`, which passes the
+    prefetch cursor ``pfa[pf:pf_end]`` (:func:`_prefetch_ahead`, ``pf_step``
+    cache lines per document and sweep); ``pf = pf_end`` switches it off.
+    """
+    for a in range(n):
+        j = perm[lo + a]
+        zb[a] = z[j]
+        lb[a] = level[j]
+    # Sums are taken of z - sh, sh the query's median score, when every
+    # such difference is exact (TwoSum error 0, e.g. all scores within a
+    # factor 2 of sh): a common offset then costs nothing, in accuracy or
+    # in range (z^2 overflows near 1e154).  Otherwise sh = 0.  Membership
+    # is always decided on the raw scores zb.
+    sh = zb[n // 2]
+    for a in range(n):
+        d, e = _two_sum(zb[a], -sh)
+        if e != 0.0 or not np.isfinite(d):
+            sh = 0.0
+            break
+    for a in range(n):
+        zs[a] = zb[a] - sh
+    p = 1
+    while p < k:
+        p *= 2
+    # ---- l^+, rho^+, V : increasing z, right siblings ----------------
+    cnt[1 : 2 * p] = 0
+    s1h[1 : 2 * p] = 0.0
+    s1l[1 : 2 * p] = 0.0
+    s2h[1 : 2 * p] = 0.0
+    s2l[1 : 2 * p] = 0.0
+    b = 0
+    for a in range(n):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b < n and margin - (zb[b] - zi) > 0.0:
+            m = p + lb[b]
+            zj = zs[b]
+            qh, ql = _two_prod(zj, zj)
+            while m >= 1:
+                cnt[m] += 1
+                s, e = _two_sum(s1h[m], zj)
+                s1h[m] = s
+                s1l[m] += e
+                s, e = _two_sum(s2h[m], qh)
+                s2h[m] = s
+                s2l[m] += e + ql
+                m >>= 1
+            b += 1
+        c = 0
+        g1 = 0.0
+        g1e = 0.0
+        g2 = 0.0
+        g2e = 0.0
+        m = p + lb[a]
+        while m > 1:
+            sib = (m + 1) * (1 - (m & 1))
+            c += cnt[sib]
+            s, e = _two_sum(g1, s1h[sib])
+            g1 = s
+            g1e += e + s1l[sib]
+            s, e = _two_sum(g2, s2h[sib])
+            g2 = s
+            g2e += e + s2l[sib]
+            m >>= 1
+        i = perm[lo + a]
+        l_plus[i] = c
+        if c == 0:
+            rh[a] = 0.0
+            rl[a] = 0.0
+            continue
+        ah, al = _two_sum(margin, zs[a])
+        cf = float(c)
+        ph, pl = _dd_scale(cf, ah, al)  # c a
+        g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
+        rh[a], rl[a] = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
+        # V = a (c a - 2 S1) + S2
+        bh, bl = _dd_add(ph, pl, -2.0 * g1, -2.0 * g1e)
+        xh, xl = _dd_mul(ah, al, bh, bl)
+        xh, xl = _dd_add(xh, xl, g2, g2e)
+        vh, vl = _dd_add(vh, vl, xh, xl)
+    # ---- l^-, rho^- : decreasing z, left siblings ---------------------
+    cnt[1 : 2 * p] = 0
+    s1h[1 : 2 * p] = 0.0
+    s1l[1 : 2 * p] = 0.0
+    b = n - 1
+    for a in range(n - 1, -1, -1):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b >= 0 and margin - (zi - zb[b]) > 0.0:
+            m = p + lb[b]
+            zj = zs[b]
+            while m >= 1:
+                cnt[m] += 1
+                s, e = _two_sum(s1h[m], zj)
+                s1h[m] = s
+                s1l[m] += e
+                m >>= 1
+            b -= 1
+        c = 0
+        g1 = 0.0
+        g1e = 0.0
+        m = p + lb[a]
+        while m > 1:
+            sib = (m - 1) * (m & 1)
+            c += cnt[sib]
+            s, e = _two_sum(g1, s1h[sib])
+            g1 = s
+            g1e += e + s1l[sib]
+            m >>= 1
+        i = perm[lo + a]
+        l_minus[i] = c
+        # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
+        dh, dl = _two_sum(margin, -zs[a])
+        ph, pl = _dd_scale(float(c), dh, dl)
+        ph, pl = _dd_add(ph, pl, g1, g1e)
+        ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
+        dz[i] = 2.0 * (ph + pl)
+    return vh, vl, pf
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import QueryGroups
 from ..exceptions import DataError
+from ..kernels.fused import hess_vec_one_pass, row_dots, value_grad_one_pass
 from ..kernels.ostree import (
     center_per_query,
     hess_dz_selection_tree,
@@ -21,6 +23,12 @@ from ..kernels.ostree import (
     value_dz_selection_tree,
 )
 from ..sv_stats import KERNELS, METHODS, query_levels
+
+#: The one-pass path (:class:`_OnePassTree`) needs each query's rows of ``X``
+#: adjacent.  When the input lists a query's documents apart, ``"auto"``
+#: makes a query-grouped copy of ``X`` if it needs at most this many bytes
+#: (the copy doubles the memory of ``X``), else keeps the two-pass path.
+ONE_PASS_COPY_MAX_BYTES = 512 * 2**20
 
 
 class _TreeBackend:
@@ -196,3 +204,124 @@ class _TreeBackend:
     def n_active(self):
         """``p_w = |SV(w)| = sum_i l_i^+`` at the last :meth:`value_dz`."""
         return int(self.l_plus.sum())
+
+
+def query_runs(groups):
+    """Row boundaries of the queries if each one's rows are adjacent, else ``None``.
+
+    ``groups.order`` lists query ``q``'s documents in input order, so query
+    ``q`` occupies adjacent rows exactly when ``order[indptr[q] + a] =
+    order[indptr[q]] + a`` for every ``a``.  Then the queries, in order of
+    appearance, partition the rows, and the sorted first rows plus ``n`` are
+    the boundaries.  LETOR files list each query's documents together
+    (sorted by qid or not), so this holds for them.
+    """
+    order = np.asarray(groups.order)
+    indptr = np.asarray(groups.indptr)
+    sizes = np.diff(indptr)
+    starts = order[indptr[:-1]]
+    expected = np.repeat(starts - indptr[:-1], sizes) + np.arange(len(order))
+    if not np.array_equal(order, expected):
+        return None
+    return np.append(np.sort(starts), len(order)).astype(np.int64)
+
+
+class _OnePassTree(_TreeBackend):
+    """The selection-tree backend with one pass over ``X`` per call.
+
+    Instead of receiving the scores, it reads ``X`` itself:
+    :meth:`value_grad` returns the loss and ``X^T dz`` and
+    :meth:`hess_vec` ``X^T (2 A_w^T A_w) X s`` and ``X s``, each from one
+    streaming pass over ``X`` (:mod:`refimpl.kernels.fused`), with the
+    same selection-tree kernels and double-double sums as
+    :class:`_TreeBackend` (whose score-space methods it keeps, e.g.
+    :meth:`value` for a trial point's scores).
+
+    Internally the documents are the rows of ``self.X``, each query's rows
+    adjacent.  When the input already lists every query's documents
+    together (:func:`query_runs`), ``self.X`` is the caller's ``X`` (no
+    copy) and the internal order is the input order; otherwise ``self.X``
+    is the query-grouped copy ``X[groups.order]`` (``copy_bytes`` of extra
+    memory) and :meth:`to_rows` / :meth:`from_rows` translate score
+    vectors.
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n, d), C-contiguous
+    margin : float
+    y : ndarray of float64, shape (n,)
+    groups : QueryGroups
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+
+    def __init__(self, X, margin, y, groups):
+        n = X.shape[0]
+        runs = query_runs(groups)
+        if runs is None:
+            self.rows = np.ascontiguousarray(groups.order, dtype=np.int64)
+            Xr = np.take(X, self.rows, axis=0)
+            indptr = groups.indptr
+            y = np.asarray(y)[self.rows]
+            self.copy_bytes = int(Xr.nbytes)
+        else:
+            self.rows = None
+            Xr = X
+            indptr = runs
+            self.copy_bytes = 0
+        rows = QueryGroups(order=np.arange(n, dtype=np.int64),
+                           indptr=np.asarray(indptr, dtype=np.int64),
+                           qids=np.arange(len(indptr) - 1))
+        super().__init__(None, n, margin, y, rows, method="selection_tree")
+        self.X = np.ascontiguousarray(Xr, dtype=np.float64)
+        d = self.X.shape[1]
+        self._zbuf = np.empty(n)
+        self._t = np.empty(n)
+        self._u = np.empty(n)
+        self.gradient = np.empty(d)
+
+    def to_rows(self, v):
+        """A score vector in input order, in the internal (row) order."""
+        return v if self.rows is None else v[self.rows]
+
+    def from_rows(self, v):
+        """A score vector in the internal (row) order, in input order."""
+        if self.rows is None:
+            return v
+        out = np.empty_like(v)
+        out[self.rows] = v
+        return out
+
+    def scores(self, w):
+        """``X w`` in input order, with the bits of the one-pass kernels."""
+        out = np.empty(self.n)
+        row_dots(self.X, w, out)
+        return self.from_rows(out)
+
+    def value_grad(self, w):
+        """Loss and ``X^T dz`` at ``w`` in one pass; caches the state.
+
+        Afterwards ``z`` (internal order), ``perm``, ``l_plus``, ``l_minus``
+        and ``dz`` hold the state at ``w``, as after :meth:`value_dz`.
+        """
+        value = value_grad_one_pass(self.X, w, self.level, self.nlev,
+                                    self.indptr, self.margin, self._zbuf,
+                                    self.perm, self.l_plus, self.l_minus,
+                                    self.dz, self.gradient)
+        self.z = self._zbuf
+        return max(float(value), 0.0), self.gradient
+
+    def hess_vec(self, s):
+        """``(X^T 2 A_w^T A_w X s, X s)`` in one pass, ``X s`` internal order.
+
+        Zero (and ``X s`` still computed) before any :meth:`value_grad`.
+        """
+        out = np.empty(self.X.shape[1])
+        if self.z is None:
+            row_dots(self.X, s, self._t)
+            out[:] = 0.0
+            return out, self._t
+        hess_vec_one_pass(self.X, s, self.z, self.level, self.nlev, self.perm,
+                          self.indptr, self.margin, self.l_plus, self.l_minus,
+                          self._t, self._u, out)
+        return out, self._t

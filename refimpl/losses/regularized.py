@@ -87,3 +87,26 @@ class L2Regularized(CachedObjective):
         """
         s = self._direction(s)
         return s + self.C * np.asarray(self.loss.hess_vec(s), dtype=np.float64)
+
+    # score reuse (see refimpl.solvers.tron): offered when the loss offers it
+
+    @property
+    def score_reuse(self) -> bool:
+        """Whether the loss offers ``hess_vec_scores``, ``last_scores`` and
+        ``fun_from_scores`` (the regularizer needs no scores)."""
+        return bool(getattr(self.loss, "score_reuse", False))
+
+    def hess_vec_scores(self, s):
+        """``(hess_vec(s), X s)``, the loss's scores of ``s`` passed on."""
+        s = self._direction(s)
+        hv, t = self.loss.hess_vec_scores(s)
+        return s + self.C * np.asarray(hv, dtype=np.float64), t
+
+    def last_scores(self):
+        """The loss's scores at the last :meth:`fun`."""
+        return self.loss.last_scores()
+
+    def fun_from_scores(self, w, z) -> float:
+        """``w^T w / 2 + C loss`` at ``w`` from its scores ``z``; state untouched."""
+        w = self._check_w(w)
+        return 0.5 * float(w @ w) + self.C * float(self.loss.fun_from_scores(w, z))

@@ -11,7 +11,8 @@ eq. 3; its gradient and generalised Hessian are their eqs. 10-11.
 
 Everything is computed from the document scores ``z = X w``: the gradient is
 ``X^T dz`` and the Hessian-vector product ``X^T (H_z (X s))``, so the ``p x n``
-pair-difference matrix is never built.
+pair-difference matrix is never built.  With the tree backend on a dense
+``X`` both take one pass over ``X`` (:mod:`refimpl.kernels.fused`).
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
@@ -19,13 +20,19 @@ Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_positive, ranking_problem
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, pair_counts, preference_pairs
 from ._base import CachedObjective
-from ._tree_backend import _TreeBackend
+from ._tree_backend import (
+    ONE_PASS_COPY_MAX_BYTES,
+    _OnePassTree,
+    _TreeBackend,
+    query_runs,
+)
 
 BACKENDS = ("auto", "pairs", "numpy", "tree")
 
@@ -124,6 +131,9 @@ class _NumpyBackend:
 _BACKEND_CLASSES = {"pairs": _PairsBackend, "numpy": _NumpyBackend}
 
 
+ONE_PASS = ("auto", True, False)
+
+
 def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
     """The backend ``"auto"`` resolves to (explicit pairs or the tree).
 
@@ -172,19 +182,54 @@ class PairwiseSquaredHinge(CachedObjective):
     which : {"all", "adjacent"}
         ``"adjacent"`` keeps only pairs of adjacent relevance levels (Lee &
         Lin section 5, partial pairs); explicit-pair backends only.
+    one_pass : {"auto", True, False}
+        With the tree backend (``tree_method="selection_tree"``) and a dense
+        ``X``: compute value and gradient, and each Hessian-vector product,
+        in one pass over ``X`` (:mod:`refimpl.kernels.fused`: query by
+        query, ``X_q w`` or ``X_q s``, the tree, ``X_q^T`` of the result
+        while ``X_q`` is in the cache) instead of two BLAS mat-vecs around
+        the tree.  The pass needs each query's rows adjacent: ``"auto"``
+        uses it when the input lists every query's documents together (no
+        copy), or else when a query-grouped copy of ``X`` needs at most
+        ``ONE_PASS_COPY_MAX_BYTES``; ``True`` copies whatever the size;
+        ``False`` keeps the two-pass path.  Ignored by the other backends
+        and on sparse ``X``.  The scores of the one-pass path are summed in
+        a fixed order (:func:`refimpl.kernels._simd.row_dot`), the same on
+        every machine; they differ from BLAS's ``X @ w`` in the last bits,
+        so the two paths agree to rounding, not bit for bit.
+
+    Attributes
+    ----------
+    one_pass_ : bool
+        Whether the one-pass path is in use.
+    one_pass_copy_bytes_ : int
+        Bytes of the query-grouped copy of ``X`` it keeps (0: none).
 
     Notes
     -----
     Cached state, LIBLINEAR style: :meth:`fun` stores the scores ``X w`` and
     the active pairs ``SV(w) = {(i, j) : w^T(x_i - x_j) < delta}`` (Lee & Lin
     2014, eq. 14); :meth:`grad` at the same ``w`` reuses them and
-    :meth:`hess_vec` uses the active set of the last :meth:`fun`.
+    :meth:`hess_vec` uses the active set of the last :meth:`fun`.  On the
+    one-pass path :meth:`fun` computes the gradient in its pass too (the
+    extra work is arithmetic on rows already in the cache), so
+    :meth:`grad` at the same ``w`` costs nothing.
+
+    Score reuse (``score_reuse = True``; :func:`refimpl.solvers.tron`):
+    :meth:`hess_vec_scores` also returns ``X s``, :meth:`last_scores` the
+    scores of the last :meth:`fun`, and :meth:`fun_from_scores` the value at
+    a point from its scores without touching ``X`` or the cached state, so
+    a solver can evaluate ``w + sum_i a_i s_i`` from ``X w + sum_i a_i X
+    s_i`` in O(l log l).
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
 
+    score_reuse = True
+
     def __init__(self, X, y=None, qid=None, *, margin=1.0, normalize=False,
-                 backend="auto", tree_method="selection_tree", which="all"):
+                 backend="auto", tree_method="selection_tree", which="all",
+                 one_pass="auto"):
         self.problem = ranking_problem(X, y, qid)
         self.X, self.y, self.groups = self.problem.X, self.problem.y, self.problem.groups
         self.qid = self.problem.qid
@@ -198,8 +243,11 @@ class PairwiseSquaredHinge(CachedObjective):
                 "which='adjacent' (partial pairs) needs explicit pairs: use "
                 "backend='pairs' or 'auto'"
             )
+        if not (one_pass is True or one_pass is False or one_pass == "auto"):
+            raise DataError(f"one_pass must be one of {ONE_PASS}, got {one_pass!r}")
         self.which = which
         self.tree_method = tree_method
+        self.one_pass = one_pass
         n = self.X.shape[0]
         self.n_pairs = int(pair_counts(self.problem, which=which).sum())
         if self.n_pairs == 0:
@@ -212,16 +260,33 @@ class PairwiseSquaredHinge(CachedObjective):
         self.backend = backend
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)
-        if backend == "tree":
+        self.one_pass_ = self._use_one_pass(backend, one_pass)
+        if self.one_pass_:
+            self.pairs = None
+            self._impl = _OnePassTree(self.X, self.margin, self.y, self.groups)
+        elif backend == "tree":
             self.pairs = None  # never materialised: O(l) memory
             self._impl = _TreeBackend.from_problem(self.problem, self.margin,
                                                    method=tree_method)
         else:
             self.pairs = preference_pairs(self.problem, which=which)
             self._impl = _BACKEND_CLASSES[backend](self.pairs, n, self.margin)
+        self.one_pass_copy_bytes_ = (self._impl.copy_bytes if self.one_pass_
+                                     else 0)
         self._w = None
         self._value = None
         self._dz = None
+        self._z = None
+        self._grad = None
+
+    def _use_one_pass(self, backend, one_pass):
+        """Whether the one-pass path applies (see ``one_pass``)."""
+        if (one_pass is False or backend != "tree"
+                or self.tree_method != "selection_tree" or sp.issparse(self.X)):
+            return False
+        if one_pass is True or query_runs(self.groups) is not None:
+            return True
+        return self.X.nbytes <= ONE_PASS_COPY_MAX_BYTES
 
     def with_backend(self, backend, **kwargs):
         """The same loss on the same data with another backend.
@@ -232,7 +297,8 @@ class PairwiseSquaredHinge(CachedObjective):
         :class:`~refimpl._validation.RankingProblem` is passed on).
         """
         params = {"margin": self.margin, "normalize": self.normalize,
-                  "tree_method": self.tree_method, "which": self.which}
+                  "tree_method": self.tree_method, "which": self.which,
+                  "one_pass": self.one_pass}
         params.update(kwargs)
         return type(self)(self.problem, backend=backend, **params)
 
@@ -264,35 +330,85 @@ class PairwiseSquaredHinge(CachedObjective):
         return lambda b: float(b @ full.hess_vec(b)) / (2.0 * full.scale)
 
     def scores(self, w) -> np.ndarray:
-        """Document scores ``X w``."""
-        return np.asarray(self.X @ self._check_w(w), dtype=np.float64).ravel()
+        """Document scores ``X w`` (on the one-pass path with its bits)."""
+        w = self._check_w(w)
+        if self.one_pass_:
+            return self._impl.scores(w)
+        return np.asarray(self.X @ w, dtype=np.float64).ravel()
 
     def fun(self, w) -> float:
-        """Loss value at ``w``; caches the scores and the active pairs."""
+        """Loss value at ``w``; caches the scores and the active pairs.
+
+        On the one-pass path the gradient comes out of the same pass.
+        """
         w = self._check_w(w)
-        value, dz = self._impl.value_dz(self.scores(w))
+        if self.one_pass_:
+            value, grad = self._impl.value_grad(w)
+            self._grad = self.scale * grad
+            self._z = None  # in the backend, internal order
+        else:
+            self._z = self.scores(w)
+            value, self._dz = self._impl.value_dz(self._z)
+            self._grad = None
         self._w = w.copy()
         self._value = self.scale * value
-        self._dz = dz
         return self._value
 
     def grad(self, w) -> np.ndarray:
         """Gradient ``-2 s sum_{SV} r_ij (x_i - x_j)`` (Lee & Lin eq. 10)."""
         w = self._at(w)
-        return self.scale * np.asarray(self.X.T @ self._dz).ravel()
+        if self._grad is None:
+            self._grad = self.scale * np.asarray(self.X.T @ self._dz).ravel()
+        return self._grad.copy()
 
     def hess_vec(self, s) -> np.ndarray:
         """Generalised Hessian times ``s``: ``2 s sum_{SV} (x_i-x_j)(x_i-x_j)^T s``.
 
         Uses the active set of the last :meth:`fun` (Lee & Lin 2014, eq. 11).
         """
+        return self.hess_vec_scores(s)[0]
+
+    def hess_vec_scores(self, s):
+        """``(H s, X s)``: :meth:`hess_vec` and the scores of ``s``.
+
+        ``X s`` is computed for the product anyway (inside the one pass on
+        the one-pass path, with :meth:`scores`' bits); a solver combines
+        these to get the scores of a trial point without a mat-vec.
+        """
         s = self._direction(s)
+        if self.one_pass_:
+            out, t = self._impl.hess_vec(s)
+            return self.scale * out, self._impl.from_rows(t).copy()
         t = self.scores(s)
-        return self.scale * np.asarray(self.X.T @ self._impl.hess_dz(t)).ravel()
+        hv = np.asarray(self.X.T @ self._impl.hess_dz(t)).ravel()
+        return self.scale * hv, t
+
+    def last_scores(self) -> np.ndarray:
+        """The scores ``X w`` of the last :meth:`fun` (a new array)."""
+        if self._w is None:
+            raise RuntimeError("call fun(w) before last_scores()")
+        if self.one_pass_:
+            return self._impl.from_rows(self._impl.z).copy()
+        return self._z.copy()
+
+    def fun_from_scores(self, w, z) -> float:
+        """The loss at ``w`` from its scores ``z = X w``; no pass over ``X``.
+
+        O(l log l) (the sort and the tree); the cached state is untouched.
+        ``w`` is not used by this loss (it depends on ``w`` only through
+        ``z``) but belongs to the signature of the score-reuse contract.
+        """
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        if z.shape != (self.X.shape[0],):
+            raise DataError(
+                f"z must have shape ({self.X.shape[0]},), got {z.shape}")
+        if self.one_pass_:
+            z = self._impl.to_rows(z)
+        return self.scale * self._impl.value(z)
 
     def value_at(self, w) -> float:
         """Loss value only, leaving the cached state untouched."""
-        return self.scale * self._impl.value(self.scores(w))
+        return self.fun_from_scores(w, self.scores(w))
 
     def n_active_pairs(self) -> int:
         """Size of SV(w) at the last :meth:`fun`."""

@@ -1,0 +1,252 @@
+"""One pass over ``X`` per Hessian-vector product and per value + gradient.
+
+The pairwise squared hinge touches the data only through the scores: with
+``z = X w`` the loss and its score gradient ``dz`` come from the
+order-statistic tree (:mod:`refimpl.kernels.ostree`), the gradient is
+``X^T dz`` (Lee & Lin 2014, eq. 10) and the Hessian-vector product
+``X^T (H_z (X s))`` (eq. 11, with ``H_z = 2 A_w^T A_w`` of eq. 15).  Both
+products with ``X`` stream the whole matrix from memory, which on a large
+problem costs more than the tree itself.  But every pair lies inside one
+query, so ``H_z`` and ``dz`` are block-diagonal by query: the rows ``X_q``
+of query ``q`` give ``t_q = X_q s``, the tree gives ``u_q = (H_z t)_q``
+from ``t_q`` alone, and ``X_q^T u_q`` can be added to the result while
+``X_q`` is still in the cache.  One streaming read of ``X`` per product
+instead of two:
+
+    for each query q (rows lo .. hi - 1 of X, contiguous):
+        t_q = X_q s                       (reads X_q from memory)
+        u_q = 2 A_q^T A_q t_q             (the selection tree, O(l_q log k_q))
+        out += X_q^T u_q                  (X_q from the cache)
+
+and the same for value and gradient (``z_q = X_q w``, sort, the tree's
+loss and ``dz_q``, ``grad += X_q^T dz_q``).  The tree code is the one of
+:mod:`refimpl.kernels.ostree` (its per-query helpers), so the score-space
+results are bit for bit those of :func:`~refimpl.kernels.ostree.hess_dz_selection_tree`
+and :func:`~refimpl.kernels.ostree.value_dz_selection_tree` given the same
+``z`` and ``t``, double-double sums included.
+
+The rows of a query must be contiguous in ``X`` (``indptr`` gives each
+query's rows; the documents are the rows, no ``order`` array):
+:class:`refimpl.losses._tree_backend._OnePassTree` passes ``X`` itself when
+every query's rows are adjacent in the input (LETOR files), else a
+query-grouped copy.
+
+Products with ``X`` are ordinary float64 sums in a fixed order: a row's dot
+product in eight interleaved partial sums (combined pairwise), the
+back-projection ``out += u_i x_i`` row after row.  Every operation is an
+IEEE-754 multiplication or addition (no FMA contraction without
+``fastmath``), so the results are the same on every machine and do not
+depend on the BLAS library; they differ from BLAS's ``X @ s`` in the last
+bits only (another summation order), like two BLAS kernels differ.
+
+Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+"""
+
+import numpy as np
+from numba import njit
+
+from ._simd import prefetch, row_dot
+from .ostree import (
+    _hess_query,
+    _largest_query,
+    _pow2_at_least,
+    _sort_query,
+    _value_dz_query,
+)
+
+
+@njit(inline="always")
+def _rows_axpy(X, lo, hi, u, out):
+    """``out += sum_{r = lo}^{hi - 1} u[r] X[r]``, row after row.
+
+    Rows with ``u[r] == 0`` are skipped (they add exact zeros).
+    """
+    d = X.shape[1]
+    for r in range(lo, hi):
+        c = u[r]
+        if c == 0.0:
+            continue
+        for j in range(d):
+            out[j] += X[r, j] * c
+
+
+@njit(inline="always")
+def _next_rows(X, indptr, q, n):
+    """Prefetch cursor over the rows of query ``q + 1`` of ``X`` (flat).
+
+    ``(pf, pf_end, step)``: the flat index range of those rows and the
+    cache lines to prefetch per document and sweep of query ``q`` (two
+    sweeps of ``n`` documents), so that the next query's rows arrive while
+    the tree works on this one; what is left is prefetched before moving
+    on.  Empty for the last query.
+    """
+    d = X.shape[1]
+    if q + 2 >= len(indptr):
+        return 0, 0, 0
+    pf = indptr[q + 1] * d
+    pf_end = indptr[q + 2] * d
+    return pf, pf_end, (pf_end - pf) // (16 * max(n, 1)) + 1
+
+
+@njit(cache=True)
+def row_dots(X, w, z):
+    """``z = X w`` with the one-pass kernels' summation order.
+
+    Each ``z[r]`` is :func:`refimpl.kernels._simd.row_dot` of row ``r``:
+    the bits of the scores the one-pass kernels compute inside their pass,
+    whichever array the row is read from.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for r in range(X.shape[0]):
+        z[r] = row_dot(X, r, w)
+
+
+@njit(cache=True)
+def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
+                      l_minus, t, u, out):
+    """``out = X^T (2 A_w^T A_w) X s`` in one pass over ``X``; also ``t = X s``.
+
+    Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1`` of ``X``):
+    ``t_q = X_q s``, then the Hessian statistics of the selection tree on
+    that query (:func:`refimpl.kernels.ostree.hess_dz_selection_tree`,
+    double-double sums) give ``u_q = 2 A_q^T A_q t_q``, then
+    ``out += X_q^T u_q`` while ``X_q`` is in the cache.
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n, d), C-contiguous
+        Rows grouped by query.
+    s : ndarray of float64, shape (d,)
+        The direction.
+    z, level, nlev, perm, margin, l_plus, l_minus
+        The state of the last :func:`value_grad_one_pass` (scores ``X w``,
+        level ranks, their sort per query, counts ``l^+-``), with the rows
+        of ``X`` as the documents.
+    indptr : ndarray of int64, shape (n_queries + 1,)
+        Query ``q`` is rows ``indptr[q] .. indptr[q + 1] - 1``.
+    t : ndarray of float64, shape (n,)
+        Output ``X s`` (:func:`row_dots`' bits), for the solver to re-use.
+    u : ndarray of float64, shape (n,)
+        Output ``2 A_w^T A_w t``, the score-space product (0 in one-level
+        queries).
+    out : ndarray of float64, shape (d,)
+        Output ``X^T u``.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax, lmax = _largest_query(nlev, indptr)
+    pmax = _pow2_at_least(kmax)
+    th = np.zeros(2 * pmax)
+    tl = np.zeros(2 * pmax)
+    zb = np.empty(lmax)
+    tb = np.empty(lmax)
+    lb = np.empty(lmax, dtype=np.int64)
+    gh = np.empty(lmax)
+    gl = np.empty(lmax)
+    out[:] = 0.0
+    xf = X.reshape(-1)
+    nq = len(indptr) - 1
+    for q in range(nq):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        for r in range(lo, hi):
+            t[r] = row_dot(X, r, s)
+        pf, pf_end, step = _next_rows(X, indptr, q, hi - lo)
+        k = nlev[q]
+        if k <= 1:  # no pairs: nothing to add
+            for r in range(lo, hi):
+                u[r] = 0.0
+        else:
+            pf = _hess_query(z, t, level, perm, lo, hi - lo, k, margin,
+                             l_plus, l_minus, u, th, tl, zb, tb, lb, gh, gl,
+                             xf, pf, pf_end, step)
+            _rows_axpy(X, lo, hi, u, out)
+        while pf < pf_end:
+            prefetch(xf, pf)
+            pf += 8
+
+
+@njit(cache=True)
+def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
+                        l_minus, dz, grad):
+    """Loss, score gradient and ``grad = X^T dz`` in one pass over ``X``.
+
+    Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1``): ``z_q =
+    X_q w``, the stable sort of the query by score
+    (:func:`refimpl.kernels.ostree.sort_by_score`), the loss, counts and
+    ``dz_q`` of the selection tree
+    (:func:`refimpl.kernels.ostree.value_dz_selection_tree`, double-double
+    sums), then ``grad += X_q^T dz_q`` while ``X_q`` is in the cache.
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n, d), C-contiguous
+        Rows grouped by query.
+    w : ndarray of float64, shape (d,)
+    level, nlev
+        Level ranks of the labels per query and ``k_q``
+        (:func:`refimpl.kernels.ostree.label_levels` with the rows as
+        documents).
+    indptr : ndarray of int64, shape (n_queries + 1,)
+    margin : float
+    z : ndarray of float64, shape (n,)
+        Output scores ``X w`` (:func:`row_dots`' bits).
+    perm : ndarray of int64, shape (n,)
+        Output: each query's rows by increasing score.
+    l_plus, l_minus : ndarray of int64, shape (n,)
+        Output counts (0 in one-level queries).
+    dz : ndarray of float64, shape (n,)
+        Output score gradient.
+    grad : ndarray of float64, shape (d,)
+        Output ``X^T dz``.
+
+    Returns
+    -------
+    float
+        The loss ``sum_SV r_ij^2``, as
+        :func:`~refimpl.kernels.ostree.value_dz_selection_tree` sums it.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    kmax, lmax = _largest_query(nlev, indptr)
+    pmax = _pow2_at_least(kmax)
+    cnt = np.zeros(2 * pmax, dtype=np.int64)
+    s1h = np.zeros(2 * pmax)
+    s1l = np.zeros(2 * pmax)
+    s2h = np.zeros(2 * pmax)
+    s2l = np.zeros(2 * pmax)
+    zb = np.empty(lmax)
+    zs = np.empty(lmax)
+    lb = np.empty(lmax, dtype=np.int64)
+    rh = np.empty(lmax)
+    rl = np.empty(lmax)
+    rows = np.arange(X.shape[0])  # the documents are the rows
+    xf = X.reshape(-1)
+    nq = len(indptr) - 1
+    vh = 0.0
+    vl = 0.0
+    grad[:] = 0.0
+    for q in range(nq):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        for r in range(lo, hi):
+            z[r] = row_dot(X, r, w)
+        pf, pf_end, step = _next_rows(X, indptr, q, hi - lo)
+        _sort_query(z, rows, lo, hi, perm, zb)
+        k = nlev[q]
+        if k <= 1:
+            for r in range(lo, hi):
+                l_plus[r] = 0
+                l_minus[r] = 0
+                dz[r] = 0.0
+        else:
+            vh, vl, pf = _value_dz_query(z, level, perm, lo, hi - lo, k,
+                                         margin, l_plus, l_minus, dz, vh, vl,
+                                         cnt, s1h, s1l, s2h, s2l, zb, zs, lb,
+                                         rh, rl, xf, pf, pf_end, step)
+            _rows_axpy(X, lo, hi, dz, grad)
+        while pf < pf_end:
+            prefetch(xf, pf)
+            pf += 8
+    return vh + vl
