@@ -1,7 +1,11 @@
 # The two commands of the README:
 #   make book   create .venv, install requirements.txt, build the book into _build/html
 #   make test   unit + property tests, a clean build of the book (every chapter
-#               executed, warnings are errors), then nbval on the executed chapters
+#               executed, warnings are errors), the layout checks of the executed
+#               chapters (tests/test_book_layout.py: printed lines <= 79 characters,
+#               every figure numbered and captioned), then nbval on them
+#   make screenshots   (not part of make test) a full-page PNG of every chapter
+#               of the built HTML, by headless Chromium, into _build/screenshots/
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
@@ -34,7 +38,7 @@ NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:python -p no:cacheprovider \
 	_build/jupyter_execute
 
-.PHONY: install book test unit nbval bench clean unit-blas book-blas
+.PHONY: install book test unit nbval bench clean unit-blas book-blas screenshots
 
 install: $(STAMP)
 
@@ -59,6 +63,8 @@ test: install
 	$(BIN)/python -m pytest tests
 	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
 	$(JB)
+	$(BIN)/python -m pytest tests/test_book_layout.py -p no:cacheprovider \
+		--executed _build/jupyter_execute
 	$(NBVAL)
 
 # Machine independence (issue 12): the unit tests, or the whole book, under
@@ -82,6 +88,14 @@ book-blas: install
 	  $(call blas_env,$(c)) $(BLAS_KERNEL) && \
 	  $(call blas_env,$(c)) $(BIN)/jupyter-book build . -n -W --keep-going \
 	    --path-output _build/blas-$(c)$(NEWLINE))
+
+# Full-page screenshots of every chapter of the last build (_build/html), by
+# headless Chromium (Debian's chromium), 1280 px wide, into _build/screenshots/
+# (tools/screenshots.py measures each page's height in the browser).  Offline,
+# MathJax may be missing and math then shows as TeX.  Not part of `make test`.
+screenshots: install
+	test -f _build/html/index.html || $(JB)
+	$(BIN)/python tools/screenshots.py _build/html _build/screenshots
 
 bench: install
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

@@ -31,3 +31,12 @@ def letor_root() -> Path:
     if not LETOR_ROOT.is_dir():
         pytest.skip(f"real LETOR data not available at {LETOR_ROOT}")
     return LETOR_ROOT
+
+
+def pytest_addoption(parser):
+    # tests/test_book_layout.py's output checks read the executed chapters;
+    # `make test` passes the build's notebooks after building the book.
+    parser.addoption("--executed", default=None, metavar="DIR",
+                     help="directory of executed chapter notebooks "
+                          "(e.g. _build/jupyter_execute) for the layout "
+                          "checks of printed outputs and figures")
