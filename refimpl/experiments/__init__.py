@@ -37,6 +37,7 @@ from .runner import (
 from .snapshots import (
     Snapshot,
     SnapshotMismatchError,
+    committed_snapshot,
     compare_values,
     data_available,
     runner_results,
@@ -54,6 +55,7 @@ __all__ = [
     "RunResult",
     "Snapshot",
     "SnapshotMismatchError",
+    "committed_snapshot",
     "compare_values",
     "data_available",
     "expand_grid",

@@ -45,6 +45,7 @@ __all__ = [
     "UPDATE_ENV",
     "Snapshot",
     "SnapshotMismatchError",
+    "committed_snapshot",
     "compare_values",
     "data_available",
     "runner_results",
@@ -339,6 +340,48 @@ def snapshot(name, compute, *, dataset="MQ2008", tol=1e-9, directory=None,
          f"{prov['computed_utc'][:10]} by refimpl {prov['refimpl']}) within "
          f"{_tol_text(tol, values)}.", out)
     return Snapshot(name, path, values, prov, live=True)
+
+
+def committed_snapshot(name, *, directory=None, out=print) -> Snapshot:
+    """The committed values of a snapshot, without computing anything.
+
+    For results too long to recompute in a chapter (a full protocol over
+    five folds): the chapter shows the committed file and says so; the
+    computation is re-run on purpose with :func:`snapshot` and
+    ``REFIMPL_UPDATE_SNAPSHOTS=1``, and its code is tested elsewhere.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    name : str
+        File stem: ``<directory>/<name>.json``.
+    directory : path-like, optional
+        Default ``results/book`` of the repository.
+    out : callable, default print
+        Receives the note (lines of at most 79 characters).
+
+    Returns
+    -------
+    Snapshot
+        With ``live=False``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such snapshot was committed; the message names the file.
+    """
+    directory = Path(directory) if directory is not None else ROOT / "results" / "book"
+    path = directory / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{_show(path)}: no committed snapshot {name!r}")
+    with open(path) as f:
+        stored = json.load(f)
+    prov = stored["provenance"]
+    _say(f"Showing the committed results of {_show(path)}, computed "
+         f"{prov['computed_utc'][:10]} on {prov['dataset']} by refimpl "
+         f"{prov['refimpl']} (not re-run here).", out)
+    return Snapshot(name, path, stored["values"], prov, live=False)
 
 
 def _tol_text(tol, keys) -> str:

@@ -1,0 +1,108 @@
+"""Chapter 6's MQ2008 protocol (refimpl.experiments.liferank_protocol) and
+the committed-snapshot reader it is shown with, on a tiny LETOR tree."""
+
+import json
+
+import numpy as np
+import pytest
+
+from refimpl import data, metrics
+from refimpl.estimators import RankSVM
+from refimpl.experiments import committed_snapshot, snapshot
+from refimpl.experiments import liferank_protocol as lp
+
+NAME = "TOY"
+
+
+@pytest.fixture(scope="module")
+def toy_root(tmp_path_factory):
+    """``<root>/TOY/S1.txt ... S5.txt`` with 30 features (k up to 20)."""
+    root = tmp_path_factory.mktemp("letor")
+    syn = data.make_synthetic_letor(n_queries=40, docs_per_query=(4, 10),
+                                    n_informative=5, n_redundant=5,
+                                    n_noise=20, seed=3)
+    (root / NAME).mkdir()
+    for s, part in enumerate(np.array_split(np.unique(syn.qid), 5), start=1):
+        rows = np.isin(syn.qid, part)
+        data.write_letor(root / NAME / f"S{s}.txt", syn.X[rows], syn.y[rows],
+                         syn.qid[rows])
+    return root
+
+
+@pytest.fixture(scope="module")
+def tables(toy_root):
+    # the protocol's 150-iteration budget is intended; its workers silence
+    # the ConvergenceWarning themselves (pyproject makes it an error)
+    return lp.liferank_tables(folds=(1, 2), dataset=NAME, root=toy_root,
+                              n_jobs=1)
+
+
+def test_tables_structure(tables):
+    rows = [(n, k) for k in lp.KS for n in ("Original", "PCA", "GAS",
+                                             "FSMRank", "LifeRank")]
+    rows += [(n, 10) for n in lp.EXTRA_K10]
+    keys = {f"{r}|{n}|{k}" for r in ("RankSVM", "LinReg") for n, k in rows}
+    assert set(tables["means"]) == keys == set(tables["marks"])
+    for key, v in tables["means"].items():
+        assert v.shape == (11,) and np.all((v >= 0) & (v <= 1)), key
+        assert len(tables["marks"][key]) == 11
+        assert set(tables["marks"][key]) <= set(" ▲▼△▽")
+        if "|LifeRank|" in key:          # LifeRank is not marked against itself
+            assert tables["marks"][key] == " " * 11
+    assert set(tables["fits"]) == {"LifeRank", *lp.EXTRA_K10}
+    assert set(tables["quality"]) == {"Original", "GAS", "FSMRank", "LifeRank",
+                                      *lp.EXTRA_K10, "U start itself"}
+
+
+def test_original_rows_are_plain_ranksvm(tables, toy_root):
+    """The "Original" RankSVM row is RankSVM (C = 1) on all features,
+    evaluated per test query and pooled over the folds."""
+    per_query = []
+    for f in (1, 2):
+        fold = data.load_letor_fold(NAME, f, root=toy_root)
+        (Xtr, ytr, qtr), (Xte, yte, qte) = fold.train, fold.test
+        s = RankSVM(C=1.0).fit(Xtr, ytr, qtr).predict(Xte)
+        per_query.append(np.column_stack([
+            metrics.ndcg_at_k(yte, s, qte, k=list(lp.CUTS), per_query=True),
+            metrics.average_precision(yte, s, qte, per_query=True)]))
+    want = np.vstack(per_query).mean(axis=0)
+    for k in lp.KS:
+        np.testing.assert_allclose(tables["means"][f"RankSVM|Original|{k}"],
+                                   want, rtol=0, atol=1e-12)
+
+
+def test_full_pca_equals_original_for_least_squares(toy_root):
+    """PCA with every component spans all features: least squares on it
+    ranks exactly as on the original features."""
+    fold = data.load_letor_fold(NAME, 1, root=toy_root)
+    X = fold.train[0]
+    _, _, Qt = np.linalg.svd(X, full_matrices=False)
+    a = lp.fold_scores(X, fold.test[0], fold.train, fold.test)["LinReg"]
+    b = lp.fold_scores(X @ Qt.T, fold.test[0] @ Qt.T, fold.train,
+                       fold.test)["LinReg"]
+    np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_mark():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(size=200)
+    assert lp.mark(base, base) == " "
+    assert lp.mark(base + 0.1 + 0.01 * rng.normal(size=200), base) == "▲"
+    assert lp.mark(base - 0.1 + 0.01 * rng.normal(size=200), base) == "▼"
+    assert lp.mark(base + 0.001 * rng.normal(size=200), base) in " △▽"
+
+
+def test_committed_snapshot(toy_root, tmp_path, monkeypatch):
+    monkeypatch.delenv("REFIMPL_UPDATE_SNAPSHOTS", raising=False)
+    notes = []
+    with pytest.raises(FileNotFoundError, match="none.json"):
+        committed_snapshot("none", directory=tmp_path, out=notes.append)
+    snapshot("s", lambda: {"x": 1.5}, dataset=NAME, root=toy_root,
+             directory=tmp_path, out=notes.append)
+    snap = committed_snapshot("s", directory=tmp_path, out=notes.append)
+    assert not snap.live and snap["x"] == 1.5
+    assert snap.provenance["dataset"] == NAME
+    assert "not re-run here" in notes[-1]
+    assert all(len(line) <= 79 for n in notes for line in n.splitlines())
+    stored = json.loads((tmp_path / "s.json").read_text())
+    assert stored["values"] == snap.values
