@@ -414,3 +414,102 @@ def test_l2regularized_derivatives(seed):
     # grad at a point other than the last fun re-evaluates there
     w2 = w + 0.1
     np.testing.assert_allclose(obj.grad(w2), explicit_grad(K, w2, C, 1.0), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Score reuse: f(w + s) from X w + sum_i a_i X d_i
+# ---------------------------------------------------------------------------
+
+
+class NoReuse:
+    """The same objective without the score-reuse methods (TRON's fallback)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.n_features = inner.n_features
+
+    def fun(self, w):
+        return self.inner.fun(w)
+
+    def grad(self, w):
+        return self.inner.grad(w)
+
+    def hess_vec(self, s):
+        return self.inner.hess_vec(s)
+
+
+class ReuseChecking(StateChecking):
+    """Checks the score-reuse calls: Hessian products only at the iterate,
+    trial scores equal to the scores of the trial point up to rounding, and
+    the cached state never moved by a trial evaluation."""
+
+    score_reuse = True
+
+    def __init__(self, inner, loss):
+        super().__init__(inner)
+        self.loss = loss
+        self.n_trial = 0
+        self.max_score_error = 0.0
+
+    def hess_vec_scores(self, s):
+        assert np.array_equal(self.last_fun_w, self.last_grad_w)
+        self.n_hess += 1
+        return self.inner.hess_vec_scores(s)
+
+    def last_scores(self):
+        return self.inner.last_scores()
+
+    def fun_from_scores(self, w, z):
+        self.n_trial += 1
+        exact = self.loss.scores(w)
+        scale = np.abs(self.loss.X).sum(axis=1) * np.abs(w).max() + 1.0
+        self.max_score_error = max(self.max_score_error,
+                                   float(np.max(np.abs(z - exact) / scale)))
+        before = self.inner.last_scores()
+        value = self.inner.fun_from_scores(w, z)
+        np.testing.assert_array_equal(self.inner.last_scores(), before)
+        return value
+
+
+@pytest.mark.parametrize("backend", ["tree", "pairs"])
+@pytest.mark.parametrize("name", ["ranksvm-C1", "ranksvm-C1e3"])
+def test_score_reuse_keeps_the_state_contract(name, backend):
+    """With rejections: no fun after a rejected trial (the state never left
+    the iterate), one fun per accepted step, trial scores within rounding
+    of X (w + s), and the solution of the run without reuse."""
+    C = 1.0 if name.endswith("C1") else 1e3
+    X, y, qid = make_ranking(10)
+    loss = PairwiseSquaredHinge(X, y, qid, backend=backend)
+    obj = ReuseChecking(L2Regularized(loss, C), loss)
+    res = tron(obj, w0=np.full(5, -5.0), tol=1e-8)
+    accepted = np.asarray(res.history["accepted"])
+    assert not accepted.all() and res.converged
+    assert obj.n_hess == res.history["cg_iter"][-1]
+    assert len(obj.fun_points) == 1 + int(np.sum(accepted[1:]))
+    assert obj.n_trial == res.n_iter
+    assert res.history["n_fun"][-1] == len(obj.fun_points) + obj.n_trial
+    assert obj.max_score_error <= 1e-13
+    plain = tron(NoReuse(L2Regularized(loss.with_backend(backend), C)),
+                 w0=np.full(5, -5.0), tol=1e-8)
+    f_star = plain.history["f"][-1]
+    assert res.history["f"][-1] == pytest.approx(f_star, rel=1e-10)
+    np.testing.assert_allclose(res.w, plain.w, rtol=0,
+                               atol=1e-6 * np.abs(plain.w).max())
+
+
+@pytest.mark.parametrize(("seed", "C", "margin"), CASES)
+def test_score_reuse_reaches_the_same_optimum(seed, C, margin):
+    """Tree backend (one pass, score reuse) against the explicit-pairs
+    objective without reuse, both to tol = 1e-10: same objective value."""
+    X, y, qid = make_ranking(seed)
+    one = L2Regularized(PairwiseSquaredHinge(X, y, qid, margin=margin,
+                                             backend="tree"), C)
+    assert one.score_reuse and one.loss.one_pass_
+    ref = NoReuse(ranksvm(X, y, qid, C, margin))
+    r1 = tron(one, tol=1e-10)
+    r2 = tron(ref, tol=1e-10)
+    for r in (r1, r2):  # eq. 38, or f resolved to its last digits
+        assert r.converged or "1e-12" in r.message
+    f1, f2 = ref.fun(r1.w), ref.fun(r2.w)
+    assert abs(f1 - f2) <= 1e-10 * max(1.0, abs(f2))
+    assert r1.history["f"][-1] == pytest.approx(one.fun(r1.w), rel=1e-13)

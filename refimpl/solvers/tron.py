@@ -55,15 +55,24 @@ def _to_boundary(s, d, delta):
     return (rad - sd) / dd
 
 
-def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
+def _reuses_scores(objective):
+    """Whether ``objective`` offers the score-reuse methods (see :func:`tron`)."""
+    return bool(getattr(objective, "score_reuse", False))
+
+
+def _steihaug_cg(objective, g, delta, eps_cg, max_cg, scores=False):
     """Truncated CG for ``min g^T s + s^T H s / 2`` s.t. ``||s|| <= delta``.
 
-    Returns ``(s, r, n_cg, hit_boundary)`` with ``r = -g - H s`` the final
-    residual.  Stops when ``||r|| <= eps_cg ||g||``, when an iterate would
-    leave the region, or on non-positive curvature ``d^T H d <= 0``; in the
-    last two cases ``s`` is moved along the current direction to the boundary.
+    Returns ``(s, r, n_cg, hit_boundary, ts)`` with ``r = -g - H s`` the
+    final residual.  Stops when ``||r|| <= eps_cg ||g||``, when an iterate
+    would leave the region, or on non-positive curvature ``d^T H d <= 0``; in
+    the last two cases ``s`` is moved along the current direction to the
+    boundary.  With ``scores``, the products come from
+    ``objective.hess_vec_scores`` and ``ts = X s`` is accumulated from the
+    directions' scores alongside ``s`` (O(l) per step); else ``ts`` is None.
     """
     s = np.zeros_like(g)
+    ts = None
     r = -g
     d = r.copy()
     with np.errstate(over="ignore"):  # checked, and reported, just below
@@ -74,7 +83,13 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
     n_cg = 0
     while math.sqrt(rr) > cg_tol and n_cg < max_cg:
         n_cg += 1
-        Hd = np.asarray(objective.hess_vec(d), dtype=np.float64)
+        if scores:
+            Hd, td = objective.hess_vec_scores(d)
+            Hd = np.asarray(Hd, dtype=np.float64)
+            if ts is None:
+                ts = np.zeros_like(td)
+        else:
+            Hd = np.asarray(objective.hess_vec(d), dtype=np.float64)
         dHd = float(d @ Hd)
         _check_finite(dHd, "the curvature d^T H d of a CG direction", objective)
         if dHd > 0:
@@ -82,6 +97,8 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
             s_next = s + alpha * d
             if float(s_next @ s_next) <= delta * delta:
                 s = s_next
+                if scores:
+                    ts += alpha * td
                 r = r - alpha * Hd
                 rr_next = float(r @ r)
                 _check_finite(rr_next, "the squared norm of a CG residual",
@@ -92,9 +109,11 @@ def _steihaug_cg(objective, g, delta, eps_cg, max_cg):
         # leaving the region, or non-positive curvature: go to the boundary
         tau = _to_boundary(s, d, delta)
         s = s + tau * d
+        if scores:
+            ts += tau * td
         r = r - tau * Hd
-        return s, r, n_cg, True
-    return s, r, n_cg, False
+        return s, r, n_cg, True, ts
+    return s, r, n_cg, False, ts
 
 
 def tron(
@@ -127,6 +146,12 @@ def tron(
         ``hess_vec`` is only ever called when the last ``fun`` was at the
         current iterate (after a rejected trial point, ``fun`` is called again
         at the iterate; that call is counted in ``history["n_fun"]``).
+        Optionally, score reuse (``objective.score_reuse`` true, e.g.
+        :class:`~refimpl.losses.L2Regularized` of
+        :class:`~refimpl.losses.PairwiseSquaredHinge`):
+        ``hess_vec_scores(s) -> (H s, X s)``, ``last_scores()`` (``X w`` at
+        the last ``fun``) and ``fun_from_scores(w, z)`` (the value at ``w``
+        from ``z = X w``, cached state untouched); see Notes.
     w0 : array-like of shape (n_features,), optional
         Starting point; zeros by default (Lee & Lin: :math:`w^0 = 0`).
     tol : float, default=1e-3
@@ -153,7 +178,8 @@ def tron(
         ``history`` has one entry for ``w0`` and one per outer iteration,
         keys ``"f"`` (objective at the current iterate), ``"gnorm"``,
         ``"cg_iter"`` (cumulative CG iterations), ``"n_fun"`` (cumulative
-        ``fun`` calls), ``"delta"`` (trust-region radius after the update),
+        objective evaluations: ``fun`` calls, and with score reuse the
+        trial values from scores), ``"delta"`` (trust-region radius after the update),
         ``"accepted"`` (whether that iteration's step was taken) and
         ``"time"``.
 
@@ -197,6 +223,20 @@ def tron(
     typical when ``tol`` is far below ``1e-6``), or when ``actred <= 0``
     and ``prered <= 0``.
 
+    **Score reuse.**  For a loss of the scores ``z = X w`` the trial point
+    needs no product with ``X``: CG's step is ``s = sum_i a_i d_i``, so
+    ``X s = sum_i a_i X d_i``, and each ``X d_i`` is computed inside the
+    Hessian product anyway.  When the objective offers it (above), TRON
+    accumulates ``X s`` in CG and evaluates ``f(w + s)`` by
+    ``fun_from_scores(w + s, X w + X s)``: O(l log l), no pass over ``X``,
+    and the cached state stays at ``w``, so a rejected step needs no
+    ``fun(w)`` to restore it.  An accepted step is followed by ``fun`` and
+    ``grad`` at the new iterate (one pass over ``X`` on the one-pass path),
+    which recomputes its scores exactly: the trial scores differ from
+    ``X (w + s)`` by the rounding of one step's sum, never by rounding
+    accumulated over iterations.  ``f`` is the trial value, as in
+    LIBLINEAR (the value from the exact scores agrees to rounding).
+
     Differences from ``tron.cpp``: ``max_iter`` counts every outer iteration,
     not only accepted ones; a rejected trial point is followed by ``fun`` at
     the iterate (LIBLINEAR's losses happen to set the Hessian state in
@@ -214,8 +254,10 @@ def tron(
     if max_cg < 1:
         raise ValueError(f"max_cg must be >= 1, got {max_cg!r}")
 
+    reuse = _reuses_scores(objective)
     f = float(objective.fun(w))
     _check_finite(f, "the objective f(w0)", objective)
+    zw = objective.last_scores() if reuse else None
     g = np.asarray(objective.grad(w), dtype=np.float64)
     _check_finite(g, "the gradient at w0", objective)
     # every entry finite is not enough: ||g0|| itself may overflow, and then
@@ -243,14 +285,21 @@ def tron(
     n_iter, n_accepted = 0, 0
     while not converged and n_iter < max_iter:
         n_iter += 1
-        s, r, n_cg, _ = _steihaug_cg(objective, g, delta, eps_cg, max_cg)
+        s, r, n_cg, _, ts = _steihaug_cg(objective, g, delta, eps_cg, max_cg,
+                                         scores=reuse)
         total_cg += n_cg
         _check_finite(s, "the trust-region step s", objective)
         w_new = w + s
         gs = float(g @ s)
         prered = -0.5 * (gs - float(s @ r))
         _check_finite(prered, "the predicted reduction", objective)
-        f_new = float(objective.fun(w_new))
+        if reuse:
+            z_new = zw if ts is None else zw + ts
+            _check_finite(z_new, "the trial point's scores X w + X s",
+                          objective)
+            f_new = float(objective.fun_from_scores(w_new, z_new))
+        else:
+            f_new = float(objective.fun(w_new))
         n_fun += 1
         _check_finite(f_new, "the objective at a trial point", objective)
         actred = f - f_new
@@ -273,11 +322,15 @@ def tron(
         if accepted:
             n_accepted += 1
             w, f = w_new, f_new
+            if reuse:  # the state (and exact scores) at the new iterate
+                objective.fun(w)
+                n_fun += 1
+                zw = objective.last_scores()
             g = np.asarray(objective.grad(w), dtype=np.float64)
             _check_finite(g, "the gradient", objective)
             gnorm = safe_norm(g)
             _check_finite(gnorm, "the gradient norm", objective)
-        else:
+        elif not reuse:
             # restore the objective's cached state (Hessian) to the iterate
             objective.fun(w)
             n_fun += 1
