@@ -8,7 +8,7 @@ also vary k (5, 10, 15, 20), compare with PCA, drop the constraint
 importance and redundancy; :func:`liferank_tables` runs that on the five
 folds, and chapter 6 shows its committed output
 (``results/book/06-liferank-mq2008.json``, written by
-:func:`refimpl.experiments.snapshot` with ``REFIMPL_UPDATE_SNAPSHOTS=1``).
+:func:`refimpl.experiments.snapshots.snapshot` with ``REFIMPL_UPDATE_SNAPSHOTS=1``).
 
 Derived in: book/06_liferank_bdmm.md#liferank
 """
