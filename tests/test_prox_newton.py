@@ -226,3 +226,13 @@ def test_path_warm_equals_cold_within_tolerance(solver):
     assert sum(r.n_iter for r in rw) < sum(r.n_iter for r in rc)
     with pytest.raises(Exception, match="Cs must be"):
         ranksvm_l1_path(X, y, qid, [1.0, -1.0])
+
+
+def test_tolerance_below_rounding_stops_early_and_says_so():
+    X, y, qid = small(11, n_queries=8)
+    smooth = ScaledSmooth(PairwiseSquaredHinge(X, y, qid), 10.0)
+    with pytest.warns(ConvergenceWarning, match="rounding level"):
+        r = prox_newton(smooth, L1(1.0), tol=1e-300, max_iter=1000)
+    assert not r.converged and r.n_iter < 100
+    tight = prox_newton(smooth, L1(1.0), tol=1e-10)
+    assert r.history["F"][-1] <= tight.history["F"][-1] * (1 + 1e-14)

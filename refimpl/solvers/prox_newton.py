@@ -72,6 +72,9 @@ NU = 1e-12
 #: is below this fraction of the outer one (an inexact Newton step whose
 #: accuracy follows the outer violation).
 INNER_RATIO = 0.1
+#: Steps in a row without a decrease of F or a halving of ||v|| after
+#: which the solver stops, unconverged (rounding level reached).
+MAX_STALLS = 3
 #: Halvings of the step before the line search gives up.
 MAX_HALVINGS = 60
 
@@ -339,8 +342,9 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
     Warns
     -----
     sklearn.exceptions.ConvergenceWarning
-        If ``max_iter`` steps end without the stopping rule holding, or the
-        line search finds no decrease before it does (rounding level).
+        If ``max_iter`` steps end without the stopping rule holding, or
+        before it holds ``F`` stops decreasing (its rounding level: ``tol``
+        below what the arithmetic can certify).
     """
     max_iter, tol = check_budget(max_iter, tol)
     if int(max_inner) != max_inner or max_inner < 1:
@@ -371,6 +375,7 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
     record(math.nan, math.nan, 0)
     parts = _unwrap(smooth)
     hess_state = None
+    stalls = 0
     converged = viol <= tol * ref
     message = ""
     k = 0
@@ -404,6 +409,8 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
             k -= 1
             smooth.fun(w)
             break
+        decreased = F_new < F
+        viol_prev = viol
         w, f, F = w_new, f_new, F_new
         g = _check(np.asarray(smooth.grad(w), dtype=np.float64),
                    "the gradient at the new iterate", smooth)
@@ -413,6 +420,13 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
         if callback is not None:
             callback(w.copy(), {"iter": k, "F": F, "gmap": viol})
         converged = viol <= tol * ref
+        stalls = 0 if decreased or viol < 0.5 * viol_prev else stalls + 1
+        if stalls >= MAX_STALLS and not converged:
+            # F and ||v|| at their rounding level: more steps repeat these
+            message = (f"no progress in {MAX_STALLS} steps up to step {k} (F and "
+                       f"||v|| at their rounding level): ||v|| / "
+                       f"ref = {viol / ref if ref > 0 else 0.0:.3e} > tol = {tol:.1e}")
+            break
     crit = viol / ref if ref > 0 else 0.0
     if converged:
         message = (f"minimum-norm subgradient ||v(w_k)|| / ref = {crit:.3e} "
