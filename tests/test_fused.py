@@ -337,3 +337,26 @@ def test_hess_vec_before_fun_and_grad_caching():
     g[:] = 0.0  # the caller's copy
     np.testing.assert_array_equal(L.grad(w), L.with_backend("tree").grad(w))
     assert kos.SMALL_QUERY > 0
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("backend", ["tree", "pairs"])
+def test_accept_trial_gives_the_state_of_fun(backend, contiguous):
+    """accept_trial after fun_from_scores at the exact scores: the same
+    state as fun at that point (one-pass: the trial's buffers adopted, the
+    gradient and exact scores from one pass), bit for bit; at another point
+    than the last trial it is fun itself."""
+    rng, X, y, qid = loss_data(2, contiguous)
+    L = PairwiseSquaredHinge(X, y, qid, backend=backend)
+    ref = L.with_backend(backend)
+    w, w2, s = (rng.normal(size=6) for _ in range(3))
+    L.fun(w)
+    f2 = L.fun_from_scores(w2, L.scores(w2))
+    assert L.accept_trial(w2) == f2 == ref.fun(w2)
+    np.testing.assert_array_equal(L.grad(w2), ref.grad(w2))
+    np.testing.assert_array_equal(L.last_scores(), ref.last_scores())
+    np.testing.assert_array_equal(L.hess_vec(s), ref.hess_vec(s))
+    assert L.n_active_pairs() == ref.n_active_pairs()
+    # no pending trial at w: accept_trial evaluates
+    assert L.accept_trial(w) == ref.fun(w)
+    np.testing.assert_array_equal(L.hess_vec(s), ref.hess_vec(s))

@@ -103,6 +103,29 @@ def row_dots(X, w, z):
 
 
 @njit(cache=True)
+def scores_grad_one_pass(X, w, dz, z, grad):
+    """``z = X w`` and ``grad = X^T dz`` in one pass over ``X``, row by row.
+
+    What a solver needs after adopting a trial point's state (its sort,
+    counts and ``dz``, computed from the trial scores): the gradient, and
+    the exact scores of the new iterate for the next trial (so that
+    rounding never accumulates from one step to the next).  Each row is
+    read once, for its dot product and its share of the gradient.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    grad[:] = 0.0
+    d = X.shape[1]
+    for r in range(X.shape[0]):
+        z[r] = row_dot(X, r, w)
+        c = dz[r]
+        if c == 0.0:
+            continue
+        for j in range(d):
+            grad[j] += X[r, j] * c
+
+
+@njit(cache=True)
 def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
                       l_minus, t, u, out):
     """``out = X^T (2 A_w^T A_w) X s`` in one pass over ``X``; also ``t = X s``.

@@ -15,7 +15,12 @@ import numpy as np
 
 from .._validation import QueryGroups
 from ..exceptions import DataError
-from ..kernels.fused import hess_vec_one_pass, row_dots, value_grad_one_pass
+from ..kernels.fused import (
+    hess_vec_one_pass,
+    row_dots,
+    scores_grad_one_pass,
+    value_grad_one_pass,
+)
 from ..kernels.ostree import (
     center_per_query,
     hess_dz_selection_tree,
@@ -276,6 +281,7 @@ class _OnePassTree(_TreeBackend):
         self.X = np.ascontiguousarray(Xr, dtype=np.float64)
         d = self.X.shape[1]
         self._zbuf = np.empty(n)
+        self._pending = None  # the z of the last value(), whose state is in scratch
         self._t = np.empty(n)
         self._u = np.empty(n)
         self.gradient = np.empty(d)
@@ -309,7 +315,37 @@ class _OnePassTree(_TreeBackend):
                                     self.perm, self.l_plus, self.l_minus,
                                     self.dz, self.gradient)
         self.z = self._zbuf
+        self._pending = None
         return max(float(value), 0.0), self.gradient
+
+    def value(self, z):
+        """Loss at ``z`` (internal order); its sort, counts and ``dz`` stay in
+        scratch, ready for :meth:`adopt`.  The cached state is untouched."""
+        value = super().value(z)
+        self._pending = z
+        return value
+
+    def adopt(self, z):
+        """Make the state of the last :meth:`value` (at ``z``) the cached state.
+
+        Swaps the scratch buffers in: no sort, no tree.  ``z`` must be the
+        array that :meth:`value` was given.
+        """
+        if self._pending is not z:
+            raise RuntimeError("adopt(z) needs the z of the last value(z)")
+        self.perm, self._perm2 = self._perm2, self.perm
+        self.l_plus, self._lp = self._lp, self.l_plus
+        self.l_minus, self._lm = self._lm, self.l_minus
+        self.dz, self._c = self._c, self.dz
+        self._zbuf[:] = z
+        self.z = self._zbuf
+        self._pending = None
+
+    def scores_grad(self, w):
+        """``(X w, X^T dz)`` in one pass (internal order), ``dz`` of the state."""
+        z = np.empty(self.n)
+        scores_grad_one_pass(self.X, w, self.dz, z, self.gradient)
+        return z, self.gradient
 
     def hess_vec(self, s):
         """``(X^T 2 A_w^T A_w X s, X s)`` in one pass, ``X s`` internal order.

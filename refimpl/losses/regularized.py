@@ -92,8 +92,9 @@ class L2Regularized(CachedObjective):
 
     @property
     def score_reuse(self) -> bool:
-        """Whether the loss offers ``hess_vec_scores``, ``last_scores`` and
-        ``fun_from_scores`` (the regularizer needs no scores)."""
+        """Whether the loss offers ``hess_vec_scores``, ``last_scores``,
+        ``fun_from_scores`` and ``accept_trial`` (the regularizer needs no
+        scores)."""
         return bool(getattr(self.loss, "score_reuse", False))
 
     def hess_vec_scores(self, s):
@@ -110,3 +111,11 @@ class L2Regularized(CachedObjective):
         """``w^T w / 2 + C loss`` at ``w`` from its scores ``z``; state untouched."""
         w = self._check_w(w)
         return 0.5 * float(w @ w) + self.C * float(self.loss.fun_from_scores(w, z))
+
+    def accept_trial(self, w):
+        """Move the cached state to ``w``, the last trial (the loss's
+        ``accept_trial``); returns the objective there."""
+        w = self._check_w(w)
+        self._loss_value = float(self.loss.accept_trial(w))
+        self._w = w.copy()
+        return 0.5 * float(w @ w) + self.C * self._loss_value

@@ -217,10 +217,10 @@ class PairwiseSquaredHinge(CachedObjective):
 
     Score reuse (``score_reuse = True``; :func:`refimpl.solvers.tron`):
     :meth:`hess_vec_scores` also returns ``X s``, :meth:`last_scores` the
-    scores of the last :meth:`fun`, and :meth:`fun_from_scores` the value at
-    a point from its scores without touching ``X`` or the cached state, so
+    scores of the current state, :meth:`fun_from_scores` the value at a
+    point from its scores without touching ``X`` or the cached state, so
     a solver can evaluate ``w + sum_i a_i s_i`` from ``X w + sum_i a_i X
-    s_i`` in O(l log l).
+    s_i`` in O(l log l), and :meth:`accept_trial` moves the state there.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
@@ -278,6 +278,7 @@ class PairwiseSquaredHinge(CachedObjective):
         self._dz = None
         self._z = None
         self._grad = None
+        self._trial = None
 
     def _use_one_pass(self, backend, one_pass):
         """Whether the one-pass path applies (see ``one_pass``)."""
@@ -345,7 +346,7 @@ class PairwiseSquaredHinge(CachedObjective):
         if self.one_pass_:
             value, grad = self._impl.value_grad(w)
             self._grad = self.scale * grad
-            self._z = None  # in the backend, internal order
+            self._z = self._impl.z  # exact scores, internal order
         else:
             self._z = self.scores(w)
             value, self._dz = self._impl.value_dz(self._z)
@@ -358,7 +359,11 @@ class PairwiseSquaredHinge(CachedObjective):
         """Gradient ``-2 s sum_{SV} r_ij (x_i - x_j)`` (Lee & Lin eq. 10)."""
         w = self._at(w)
         if self._grad is None:
-            self._grad = self.scale * np.asarray(self.X.T @ self._dz).ravel()
+            if self.one_pass_:  # after accept_trial: X^T dz, exact scores
+                self._z, grad = self._impl.scores_grad(w)
+                self._grad = self.scale * grad
+            else:
+                self._grad = self.scale * np.asarray(self.X.T @ self._dz).ravel()
         return self._grad.copy()
 
     def hess_vec(self, s) -> np.ndarray:
@@ -388,23 +393,51 @@ class PairwiseSquaredHinge(CachedObjective):
         if self._w is None:
             raise RuntimeError("call fun(w) before last_scores()")
         if self.one_pass_:
-            return self._impl.from_rows(self._impl.z).copy()
+            if self._z is None:  # after accept_trial, before grad
+                self.grad(self._w)
+            return self._impl.from_rows(self._z).copy()
         return self._z.copy()
 
     def fun_from_scores(self, w, z) -> float:
         """The loss at ``w`` from its scores ``z = X w``; no pass over ``X``.
 
-        O(l log l) (the sort and the tree); the cached state is untouched.
-        ``w`` is not used by this loss (it depends on ``w`` only through
-        ``z``) but belongs to the signature of the score-reuse contract.
+        O(l log l) (the sort and the tree); the cached state is untouched,
+        and the trial's state is kept aside for :meth:`accept_trial`.  The
+        loss depends on ``w`` only through ``z``; ``w`` identifies the trial.
         """
         z = np.ascontiguousarray(z, dtype=np.float64)
         if z.shape != (self.X.shape[0],):
             raise DataError(
                 f"z must have shape ({self.X.shape[0]},), got {z.shape}")
         if self.one_pass_:
-            z = self._impl.to_rows(z)
-        return self.scale * self._impl.value(z)
+            z = np.array(self._impl.to_rows(z))  # ours: adopt() keeps it
+        value = self.scale * self._impl.value(z)
+        self._trial = (self._check_w(w).copy(), value, z)
+        return value
+
+    def accept_trial(self, w):
+        """Move the cached state to ``w``, the point of the last :meth:`fun_from_scores`.
+
+        On the one-pass path the trial's sort, counts and ``dz`` become the
+        state (no sort, no tree, no pass over ``X``); the next :meth:`grad`
+        takes one pass for ``X^T dz`` and the exact scores ``X w`` (which
+        :meth:`last_scores` then returns).  The state is that of the trial
+        scores, within one step's rounding of ``X w``.  Otherwise, or if
+        ``w`` is not the last trial's point, this is :meth:`fun` at ``w``.
+        Returns the loss value at ``w``.
+        """
+        w = self._check_w(w)
+        trial = self._trial
+        self._trial = None
+        if not (self.one_pass_ and trial is not None
+                and np.array_equal(w, trial[0])):
+            return self.fun(w)
+        self._impl.adopt(trial[2])
+        self._w = w.copy()
+        self._value = trial[1]
+        self._grad = None
+        self._z = None
+        return self._value
 
     def value_at(self, w) -> float:
         """Loss value only, leaving the cached state untouched."""

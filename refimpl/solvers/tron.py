@@ -151,7 +151,8 @@ def tron(
         :class:`~refimpl.losses.PairwiseSquaredHinge`):
         ``hess_vec_scores(s) -> (H s, X s)``, ``last_scores()`` (``X w`` at
         the last ``fun``) and ``fun_from_scores(w, z)`` (the value at ``w``
-        from ``z = X w``, cached state untouched); see Notes.
+        from ``z = X w``, cached state untouched) and ``accept_trial(w)``
+        (the state moved to the last trial point); see Notes.
     w0 : array-like of shape (n_features,), optional
         Starting point; zeros by default (Lee & Lin: :math:`w^0 = 0`).
     tol : float, default=1e-3
@@ -230,12 +231,14 @@ def tron(
     accumulates ``X s`` in CG and evaluates ``f(w + s)`` by
     ``fun_from_scores(w + s, X w + X s)``: O(l log l), no pass over ``X``,
     and the cached state stays at ``w``, so a rejected step needs no
-    ``fun(w)`` to restore it.  An accepted step is followed by ``fun`` and
-    ``grad`` at the new iterate (one pass over ``X`` on the one-pass path),
-    which recomputes its scores exactly: the trial scores differ from
-    ``X (w + s)`` by the rounding of one step's sum, never by rounding
-    accumulated over iterations.  ``f`` is the trial value, as in
-    LIBLINEAR (the value from the exact scores agrees to rounding).
+    ``fun(w)`` to restore it.  An accepted step calls ``accept_trial``: the
+    trial's sort, counts and score gradient become the state (no second
+    evaluation), and ``grad`` at the new iterate takes one pass over ``X``
+    for ``X^T dz`` and the exact scores ``X w`` on which the next trial
+    builds.  So the trial scores differ from ``X (w + s)`` by the rounding
+    of one step's sum, never by rounding accumulated over iterations; the
+    state of an iterate (hence ``f``, its gradient and Hessian) is that of
+    its trial scores, as LIBLINEAR keeps ``f`` of the trial point.
 
     Differences from ``tron.cpp``: ``max_iter`` counts every outer iteration,
     not only accepted ones; a rejected trial point is followed by ``fun`` at
@@ -322,11 +325,11 @@ def tron(
         if accepted:
             n_accepted += 1
             w, f = w_new, f_new
-            if reuse:  # the state (and exact scores) at the new iterate
-                objective.fun(w)
-                n_fun += 1
-                zw = objective.last_scores()
+            if reuse:  # the trial's state becomes the iterate's
+                objective.accept_trial(w)
             g = np.asarray(objective.grad(w), dtype=np.float64)
+            if reuse:  # exact scores, from the gradient's pass
+                zw = objective.last_scores()
             _check_finite(g, "the gradient", objective)
             gnorm = safe_norm(g)
             _check_finite(gnorm, "the gradient norm", objective)
