@@ -50,24 +50,30 @@ from .ostree import (
     _hess_query,
     _largest_query,
     _pow2_at_least,
+    _prefetch_ahead,
     _sort_query,
     _value_dz_query,
 )
 
 
 @njit(inline="always")
-def _rows_axpy(X, lo, hi, u, out):
+def _rows_axpy(X, lo, hi, u, out, pfa, pf, pf_end):
     """``out += sum_{r = lo}^{hi - 1} u[r] X[r]``, row after row.
 
-    Rows with ``u[r] == 0`` are skipped (they add exact zeros).
+    Rows with ``u[r] == 0`` are skipped (they add exact zeros).  Four
+    cache lines of the prefetch cursor ``pfa[pf:pf_end]`` per row; returns
+    the cursor.
     """
     d = X.shape[1]
     for r in range(lo, hi):
+        if pf < pf_end:
+            pf = _prefetch_ahead(pfa, pf, pf_end, 32)
         c = u[r]
         if c == 0.0:
             continue
         for j in range(d):
             out[j] += X[r, j] * c
+    return pf
 
 
 @njit(inline="always")
@@ -75,17 +81,16 @@ def _next_rows(X, indptr, q, n):
     """Prefetch cursor over the rows of query ``q + 1`` of ``X`` (flat).
 
     ``(pf, pf_end, step)``: the flat index range of those rows and the
-    cache lines to prefetch per document and sweep of query ``q`` (two
-    sweeps of ``n`` documents), so that the next query's rows arrive while
-    the tree works on this one; what is left is prefetched before moving
-    on.  Empty for the last query.
+    elements to advance per document and sweep of query ``q`` (four cache
+    lines, :func:`refimpl.kernels.ostree._prefetch_ahead`), so that the
+    next query's rows arrive while the tree and the back-projection work on
+    this one; what is left is prefetched before moving on.  Empty (step 0)
+    for the last query.
     """
     d = X.shape[1]
     if q + 2 >= len(indptr):
         return 0, 0, 0
-    pf = indptr[q + 1] * d
-    pf_end = indptr[q + 2] * d
-    return pf, pf_end, (pf_end - pf) // (16 * max(n, 1)) + 1
+    return indptr[q + 1] * d, indptr[q + 2] * d, 32
 
 
 @njit(cache=True)
@@ -184,7 +189,7 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
             pf = _hess_query(z, t, level, perm, lo, hi - lo, k, margin,
                              l_plus, l_minus, u, th, tl, zb, tb, lb, gh, gl,
                              xf, pf, pf_end, step)
-            _rows_axpy(X, lo, hi, u, out)
+            pf = _rows_axpy(X, lo, hi, u, out, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)
             pf += 8
@@ -268,7 +273,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
                                          margin, l_plus, l_minus, dz, vh, vl,
                                          cnt, s1h, s1l, s2h, s2l, zb, zs, lb,
                                          rh, rl, xf, pf, pf_end, step)
-            _rows_axpy(X, lo, hi, dz, grad)
+            pf = _rows_axpy(X, lo, hi, dz, grad, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)
             pf += 8
