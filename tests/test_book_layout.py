@@ -29,10 +29,12 @@ skipped; with it, a missing chapter notebook is a failure, not a skip.
   without a number and a caption.
 * **output width**: no printed line (stream output, or the ``text/plain``
   of a result that has no HTML form) is wider than ``MAX_WIDTH`` = 79
-  characters.  The HTML column of the book (sphinx-book-theme, 1280-px
-  window, both sidebars shown) holds about 88 characters of the output font
-  before a scroll bar appears; 79, the PEP 8 width the code cells keep,
-  leaves a margin for narrower windows and for the notebook view.
+  characters, the PEP 8 width the code cells keep too.  Measured in the
+  built book (headless Chromium, sphinx-book-theme): a 1280-px window's code
+  and output column is 640 px wide, 75 characters of the theme's 14-px
+  code font; ``_static/code_width.css`` sets 13 px, which makes it 81, so a
+  79-character line does not scroll there; from about 1340 px on the column
+  is 754 px, 89 characters at 14 px.
 
 Limits: the checks read what the chapters say, not how the browser lays it
 out (the screenshots of ``make screenshots`` are the visual check); a

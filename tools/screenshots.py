@@ -73,7 +73,8 @@ def main(html="_build/html", dest="_build/screenshots"):
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
             [browser, "--headless", "--no-sandbox", "--disable-gpu",
-             "--hide-scrollbars", f"--remote-debugging-port={port}",
+             "--hide-scrollbars", f"--window-size={WIDTH},900",
+             f"--remote-debugging-port={port}",
              f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
