@@ -93,10 +93,11 @@ class FSMRank(_LinearRanker):
         (Section III-C; cheap, certifies nothing); ``"gradient_mapping"``:
         ``||G_L(z_t)|| <= tol ||G_L(w_0)||`` (see
         :func:`refimpl.solvers.apg`; zero exactly at the solution);
-        ``"max_iter"``: exactly ``T = max_iter`` iterations, ``tol``
-        unused (the paper's fixed ``T``; ``converged_`` is then True once
-        the ``T`` iterations have run, and ``history_["gmap"]`` tells how
-        far from optimal they ended).
+        ``"max_iter"``: ``T = max_iter`` iterations, ``tol`` unused (the
+        paper's fixed ``T``; fewer only if an iterate is an exact
+        minimiser, gradient mapping exactly 0).  ``converged_`` is then
+        True once the run ends, and ``history_["gmap"]`` tells how far
+        from optimal it ended.
     L0 : float, optional
         Upper bound on the Lipschitz constant of ``grad psi``; default
         Theorem 1's ``(4d/p) sum_P ||x_i - x_j||_inf^2 + 2 d lambda1
@@ -200,11 +201,12 @@ class FSMRank(_LinearRanker):
         if L0 <= 0:
             L0 = 1.0
         if self.stop == "max_iter":
-            # tol = 0: only an exactly unchanged F ends the run before T
+            # tol = 0: only a gradient mapping of exactly 0 (an exact
+            # minimiser, where the prox step does not move) ends it before T
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 result = apg(smooth, penalty, L0=L0, line_search="nemirovski",
-                             eta=2.0, tol=0.0, stop="relative_change",
+                             eta=2.0, tol=0.0, stop="gradient_mapping",
                              max_iter=int(self.max_iter))
             result.converged = True
         else:
