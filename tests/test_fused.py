@@ -274,7 +274,7 @@ def loss_data(seed, contiguous):
 @pytest.mark.parametrize("seed", range(3))
 def test_loss_one_pass_agrees_with_two_pass(seed, contiguous):
     rng, X, y, qid = loss_data(seed, contiguous)
-    one = PairwiseSquaredHinge(X, y, qid, backend="tree")
+    one = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=True)
     two = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=False)
     pairs = PairwiseSquaredHinge(X, y, qid, backend="pairs")
     assert one.one_pass_ and not two.one_pass_ and not pairs.one_pass_
@@ -306,6 +306,9 @@ def test_loss_one_pass_agrees_with_two_pass(seed, contiguous):
 
 def test_loss_one_pass_choice(monkeypatch):
     _, X, y, qid = loss_data(0, contiguous=False)
+    # small X: stays in the cache, two passes
+    assert not PairwiseSquaredHinge(X, y, qid, backend="tree").one_pass_
+    monkeypatch.setattr(sh, "ONE_PASS_MIN_BYTES", 0)
     assert PairwiseSquaredHinge(X, y, qid, backend="tree").one_pass_
     assert not PairwiseSquaredHinge(X, y, qid, backend="tree",
                                     tree_method="avl").one_pass_
@@ -317,7 +320,10 @@ def test_loss_one_pass_choice(monkeypatch):
     assert forced.one_pass_ and forced.one_pass_copy_bytes_ == X.nbytes
     _, Xc, yc, qc = loss_data(0, contiguous=True)
     L = PairwiseSquaredHinge(Xc, yc, qc, backend="tree")
-    assert L.one_pass_ and L.one_pass_copy_bytes_ == 0
+    assert L.one_pass_ and L.one_pass_copy_bytes_ == 0 and L.score_reuse
+    assert not L.with_backend("pairs").score_reuse
+    assert L.with_backend("tree", one_pass=False).score_reuse
+    assert not L.with_backend("tree", tree_method="avl").score_reuse
     assert not L.with_backend("tree", one_pass=False).one_pass_
     with pytest.raises(DataError, match="one_pass"):
         PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass="yes")
@@ -327,7 +333,7 @@ def test_loss_one_pass_choice(monkeypatch):
 
 def test_hess_vec_before_fun_and_grad_caching():
     _, X, y, qid = loss_data(1, contiguous=True)
-    L = PairwiseSquaredHinge(X, y, qid, backend="tree")
+    L = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=True)
     with pytest.raises(RuntimeError):
         L.hess_vec(np.ones(6))
     with pytest.raises(RuntimeError):
@@ -340,15 +346,18 @@ def test_hess_vec_before_fun_and_grad_caching():
 
 
 @pytest.mark.parametrize("contiguous", [True, False])
-@pytest.mark.parametrize("backend", ["tree", "pairs"])
+@pytest.mark.parametrize("backend", ["one pass", "tree", "pairs"])
 def test_accept_trial_gives_the_state_of_fun(backend, contiguous):
     """accept_trial after fun_from_scores at the exact scores: the same
     state as fun at that point (one-pass: the trial's buffers adopted, the
     gradient and exact scores from one pass), bit for bit; at another point
     than the last trial it is fun itself."""
     rng, X, y, qid = loss_data(2, contiguous)
-    L = PairwiseSquaredHinge(X, y, qid, backend=backend)
-    ref = L.with_backend(backend)
+    one_pass = backend == "one pass"
+    L = PairwiseSquaredHinge(X, y, qid, backend="pairs" if backend == "pairs"
+                             else "tree", one_pass=one_pass)
+    assert L.one_pass_ == one_pass
+    ref = L.with_backend(L.backend)
     w, w2, s = (rng.normal(size=6) for _ in range(3))
     L.fun(w)
     f2 = L.fun_from_scores(w2, L.scores(w2))

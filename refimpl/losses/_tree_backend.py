@@ -124,6 +124,7 @@ class _TreeBackend:
         self._gp = np.empty(n)
         self._gm = np.empty(n)
         self._c = np.empty(n)
+        self._pending = None  # the z of the last value(), state in scratch
 
     @classmethod
     def from_problem(cls, problem, margin, method="selection_tree"):
@@ -172,16 +173,46 @@ class _TreeBackend:
                                                   self.l_minus)
             np.multiply(azz - self.margin * ae, 2.0, out=self.dz)
         self.z = z.copy()
+        self._pending = None
         return value, self.dz
 
     def value(self, z):
-        """Loss value only (eq. 18); the cached state is not modified."""
+        """Loss value only (eq. 18); the cached state is not modified.
+
+        With the selection tree the sort, counts and ``dz`` at ``z`` stay in
+        scratch, ready for :meth:`adopt`.
+        """
         z = np.ascontiguousarray(z, dtype=np.float64)
         if self.method == "selection_tree":
-            return self._fused_value_dz(z, self._perm2, self._lp, self._lm,
-                                        self._c)
+            value = self._fused_value_dz(z, self._perm2, self._lp, self._lm,
+                                         self._c)
+            self._pending = z
+            return value
         sort_by_score(z, self.order, self.indptr, self._perm2)
         return self._value_parts(z, self._perm2, self._lp, self._lm)[0]
+
+    @property
+    def can_adopt(self) -> bool:
+        """Whether :meth:`value` keeps its state for :meth:`adopt`."""
+        return self.method == "selection_tree"
+
+    def adopt(self, z):
+        """Make the state of the last :meth:`value` (at ``z``) the cached state.
+
+        Swaps the scratch buffers in: no sort, no tree.  ``z`` must be the
+        array that :meth:`value` was given (selection tree only).
+        """
+        if not self.can_adopt or self._pending is not z:
+            raise RuntimeError("adopt(z) needs the z of the last value(z)")
+        self.perm, self._perm2 = self._perm2, self.perm
+        self.l_plus, self._lp = self._lp, self.l_plus
+        self.l_minus, self._lm = self._lm, self.l_minus
+        self.dz, self._c = self._c, self.dz
+        self._set_z(z)
+        self._pending = None
+
+    def _set_z(self, z):
+        self.z = z.copy()
 
     def hess_dz(self, t):
         """``2 A_w^T A_w t`` with the active set of the last :meth:`value_dz`.
@@ -281,7 +312,6 @@ class _OnePassTree(_TreeBackend):
         self.X = np.ascontiguousarray(Xr, dtype=np.float64)
         d = self.X.shape[1]
         self._zbuf = np.empty(n)
-        self._pending = None  # the z of the last value(), whose state is in scratch
         self._t = np.empty(n)
         self._u = np.empty(n)
         self.gradient = np.empty(d)
@@ -318,28 +348,9 @@ class _OnePassTree(_TreeBackend):
         self._pending = None
         return max(float(value), 0.0), self.gradient
 
-    def value(self, z):
-        """Loss at ``z`` (internal order); its sort, counts and ``dz`` stay in
-        scratch, ready for :meth:`adopt`.  The cached state is untouched."""
-        value = super().value(z)
-        self._pending = z
-        return value
-
-    def adopt(self, z):
-        """Make the state of the last :meth:`value` (at ``z``) the cached state.
-
-        Swaps the scratch buffers in: no sort, no tree.  ``z`` must be the
-        array that :meth:`value` was given.
-        """
-        if self._pending is not z:
-            raise RuntimeError("adopt(z) needs the z of the last value(z)")
-        self.perm, self._perm2 = self._perm2, self.perm
-        self.l_plus, self._lp = self._lp, self.l_plus
-        self.l_minus, self._lm = self._lm, self.l_minus
-        self.dz, self._c = self._c, self.dz
+    def _set_z(self, z):
         self._zbuf[:] = z
         self.z = self._zbuf
-        self._pending = None
 
     def scores_grad(self, w):
         """``(X w, X^T dz)`` in one pass (internal order), ``dz`` of the state."""

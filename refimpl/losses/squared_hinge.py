@@ -12,7 +12,7 @@ eq. 3; its gradient and generalised Hessian are their eqs. 10-11.
 Everything is computed from the document scores ``z = X w``: the gradient is
 ``X^T dz`` and the Hessian-vector product ``X^T (H_z (X s))``, so the ``p x n``
 pair-difference matrix is never built.  With the tree backend on a dense
-``X`` both take one pass over ``X`` (:mod:`refimpl.kernels.fused`).
+``X`` both take one pass over ``X`` (``refimpl.kernels.fused``).
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
@@ -133,6 +133,13 @@ _BACKEND_CLASSES = {"pairs": _PairsBackend, "numpy": _NumpyBackend}
 
 ONE_PASS = ("auto", True, False)
 
+#: ``one_pass="auto"`` streams ``X`` once per product only from this size on:
+#: a smaller ``X`` stays in the cache between the two BLAS mat-vecs, and
+#: there one pass gains nothing (``benchmarks/bench_hessvec.py`` part [2]:
+#: on MQ2008 Fold1, 3.5 MB, 1.1x the two-pass time; at 301,916 x 136,
+#: 328 MB, 0.7x).  8 MiB: well past a core's 1-2 MiB of L2.
+ONE_PASS_MIN_BYTES = 8 * 2**20
+
 
 def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
     """The backend ``"auto"`` resolves to (explicit pairs or the tree).
@@ -185,16 +192,18 @@ class PairwiseSquaredHinge(CachedObjective):
     one_pass : {"auto", True, False}
         With the tree backend (``tree_method="selection_tree"``) and a dense
         ``X``: compute value and gradient, and each Hessian-vector product,
-        in one pass over ``X`` (:mod:`refimpl.kernels.fused`: query by
+        in one pass over ``X`` (``refimpl.kernels.fused``: query by
         query, ``X_q w`` or ``X_q s``, the tree, ``X_q^T`` of the result
         while ``X_q`` is in the cache) instead of two BLAS mat-vecs around
-        the tree.  The pass needs each query's rows adjacent: ``"auto"``
-        uses it when the input lists every query's documents together (no
-        copy), or else when a query-grouped copy of ``X`` needs at most
-        ``ONE_PASS_COPY_MAX_BYTES``; ``True`` copies whatever the size;
-        ``False`` keeps the two-pass path.  Ignored by the other backends
+        the tree.  ``"auto"`` uses it when ``X`` has at least
+        ``ONE_PASS_MIN_BYTES`` (a smaller ``X`` stays in the cache, and two
+        passes cost no more) and, since the pass needs each query's rows
+        adjacent, when the input lists every query's documents together (no
+        copy) or a query-grouped copy of ``X`` needs at most
+        ``ONE_PASS_COPY_MAX_BYTES``; ``True`` always uses it (copying if
+        needed); ``False`` keeps the two-pass path.  Ignored by the other backends
         and on sparse ``X``.  The scores of the one-pass path are summed in
-        a fixed order (:func:`refimpl.kernels._simd.row_dot`), the same on
+        a fixed order (``refimpl.kernels._simd.row_dot``), the same on
         every machine; they differ from BLAS's ``X @ w`` in the last bits,
         so the two paths agree to rounding, not bit for bit.
 
@@ -215,7 +224,8 @@ class PairwiseSquaredHinge(CachedObjective):
     extra work is arithmetic on rows already in the cache), so
     :meth:`grad` at the same ``w`` costs nothing.
 
-    Score reuse (``score_reuse = True``; :func:`refimpl.solvers.tron`):
+    Score reuse (:attr:`score_reuse`, true with the selection tree;
+    :func:`refimpl.solvers.tron`):
     :meth:`hess_vec_scores` also returns ``X s``, :meth:`last_scores` the
     scores of the current state, :meth:`fun_from_scores` the value at a
     point from its scores without touching ``X`` or the cached state, so
@@ -224,8 +234,6 @@ class PairwiseSquaredHinge(CachedObjective):
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-
-    score_reuse = True
 
     def __init__(self, X, y=None, qid=None, *, margin=1.0, normalize=False,
                  backend="auto", tree_method="selection_tree", which="all",
@@ -285,7 +293,11 @@ class PairwiseSquaredHinge(CachedObjective):
         if (one_pass is False or backend != "tree"
                 or self.tree_method != "selection_tree" or sp.issparse(self.X)):
             return False
-        if one_pass is True or query_runs(self.groups) is not None:
+        if one_pass is True:
+            return True
+        if self.X.nbytes < ONE_PASS_MIN_BYTES:
+            return False
+        if query_runs(self.groups) is not None:
             return True
         return self.X.nbytes <= ONE_PASS_COPY_MAX_BYTES
 
@@ -306,6 +318,14 @@ class PairwiseSquaredHinge(CachedObjective):
     @property
     def n_features(self) -> int:
         return self.X.shape[1]
+
+    @property
+    def score_reuse(self) -> bool:
+        """Whether the score-reuse methods pay: the backend can adopt a
+        trial's state (the selection tree), so an accepted trial point is
+        never evaluated twice.  With explicit pairs a solver is better off
+        evaluating the trial with :meth:`fun` (which sets the state)."""
+        return bool(getattr(self._impl, "can_adopt", False))
 
     def pair_indices(self):
         """``(i, j)`` of the explicit pairs as contiguous int64 arrays, or ``None``.
@@ -396,6 +416,8 @@ class PairwiseSquaredHinge(CachedObjective):
             if self._z is None:  # after accept_trial, before grad
                 self.grad(self._w)
             return self._impl.from_rows(self._z).copy()
+        if self._z is None:  # after accept_trial: the exact scores
+            self._z = self.scores(self._w)
         return self._z.copy()
 
     def fun_from_scores(self, w, z) -> float:
@@ -409,8 +431,7 @@ class PairwiseSquaredHinge(CachedObjective):
         if z.shape != (self.X.shape[0],):
             raise DataError(
                 f"z must have shape ({self.X.shape[0]},), got {z.shape}")
-        if self.one_pass_:
-            z = np.array(self._impl.to_rows(z))  # ours: adopt() keeps it
+        z = np.array(self._impl.to_rows(z) if self.one_pass_ else z)
         value = self.scale * self._impl.value(z)
         self._trial = (self._check_w(w).copy(), value, z)
         return value
@@ -429,10 +450,11 @@ class PairwiseSquaredHinge(CachedObjective):
         w = self._check_w(w)
         trial = self._trial
         self._trial = None
-        if not (self.one_pass_ and trial is not None
+        if not (self.score_reuse and trial is not None
                 and np.array_equal(w, trial[0])):
             return self.fun(w)
         self._impl.adopt(trial[2])
+        self._dz = self._impl.dz
         self._w = w.copy()
         self._value = trial[1]
         self._grad = None
