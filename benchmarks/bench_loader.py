@@ -43,8 +43,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -56,10 +54,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mslr_shaped import _layout, _write_split, query_sizes  # noqa: E402
+from _peers import build_peer, run_train  # noqa: E402
 
 from refimpl.data import load_letor  # noqa: E402
 
-PEER = Path(__file__).resolve().parents[2] / "shared" / "peers"
 FULL_LINES = 2_270_296
 
 
@@ -77,42 +75,10 @@ def write_lines(path: Path, n_lines: int, seed: int = 0) -> float:
     return time.perf_counter() - t0
 
 
-def build_peer(scratch: Path):
-    """``train`` of the LIBLINEAR ranksvm peer with the solve timer, or a reason."""
-    src = PEER / "liblinear-ranksvm-2.11"
-    patch = PEER / "liblinear-ranksvm-2.11-solve-timer.patch"
-    if not src.is_dir() or not patch.is_file():
-        return None, f"peer sources not found under {PEER}"
-    dst = scratch / "liblinear"
-    shutil.copytree(src, dst)
-    for folder, _, files in os.walk(dst):  # the shared copy is read-only
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
-    try:
-        with open(patch, "rb") as f:
-            subprocess.run(["patch", "-p1"], cwd=dst, stdin=f, check=True,
-                           capture_output=True)
-        subprocess.run(["make"], cwd=dst, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        return None, f"cannot build the peer ({exc})"
-    return dst / "train", None
-
-
 def time_peer(train: Path, path: Path, scratch: Path):
     """(wall, cpu) seconds of the peer's parse: its run minus SOLVE_SECONDS."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    run = subprocess.run(
-        [str(train), "-s", "8", "-c", "1", "-e", "1e9", str(path),
-         str(scratch / "model")],
-        capture_output=True, text=True, check=True,
-    )
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    solve = float(re.search(r"SOLVE_SECONDS\s+(\S+)", run.stderr).group(1))
-    return wall - solve, cpu - solve
+    run = run_train(train, path, 1.0, 1e9, scratch / "model")
+    return run["wall"] - run["solve"], run["cpu"] - run["solve"]
 
 
 def timed(fn):

@@ -1,20 +1,32 @@
-"""End-to-end RankSVM (TRON + tree backend) fit times beside calibration figures.
+"""End-to-end RankSVM (TRON + tree backend) against LIBLINEAR's ranksvm, side by side.
 
 ``refimpl.estimators.RankSVM(tol=1e-3, backend="tree")`` (selection tree,
-Lee & Lin 2014's Tree-TRON), timed after a JIT warm-up on a tiny problem
-(numba caches the compiled kernels on disk).  Each fit time is printed
-beside a calibration figure for a compiled C/C++ implementation and the
-ratio ours / theirs; seconds are printed, never asserted.
+one pass over ``X`` per Hessian product and per value + gradient, TRON with
+score reuse) is timed, after a JIT warm-up, alternately with the LIBLINEAR
+ranksvm peer (Lee & Lin 2014's own code, ``train -s 8``), built in a
+scratch directory from ``../shared/peers`` with the solve-timer patch
+(``benchmarks/_peers.py``; skipped, saying so, when it cannot be built),
+on the same file, with the same ``C`` and ``eps``.  Ours is the whole
+``RankSVM.fit`` (validation, grouping, loss set-up and TRON); the peer's
+is its ``SOLVE_SECONDS`` (query grouping, trees and TRON, no parsing).
+Both minimise ``w'w / 2 + C sum_pairs max(0, 1 - w'(x_i - x_j))^2`` and
+stop at ``||grad f(w)|| <= eps ||grad f(0)||``; the objective values
+reached are compared (relative difference, computed with the same
+objective code).  Each round times both; the ratio is printed per round
+(best and range) and best against best.  A third column times the
+previous path in the same rounds: two BLAS mat-vecs per product and
+per value + gradient, no score reuse.
 
 (a) MQ2008 Fold1 train, C = 2^7 (Lee & Lin's Table 3 choice for MQ2008),
-    when ``LETOR_HOME`` is set.  Calibration: the compiled LIBLINEAR
-    ranksvm extension (``-s 8``) trains it in well under 0.1 s on this
-    machine class; ratio printed against 0.1 s.
+    when ``LETOR_HOME`` is set; written for the peer with ``write_letor``
+    (exact).  Goal: ours <= 0.5x the peer's solve.
 (b) Synthetic 301,916 x 136, 2,500 queries, 5 levels
-    (``benchmarks/_synthetic.py``), C = 1, eps = 1e-3.  Calibration 0.75 s;
-    **target: within 1.5x**.  Also Newton and CG iterations, and where the
-    fit time goes (fun / grad / hess_vec, from an instrumented TRON run on
-    the same objective).
+    (``benchmarks/_synthetic.py``), C = 1, eps = 1e-3, values rounded to 6
+    decimals and written as text (``_peers.write_fixed_decimals``), read
+    back by ``refimpl.data.load_letor`` so both solve the same numbers.
+    **Goal: ours <= 0.35x the peer's solve.**  Also Newton and CG
+    iterations, and where the fit time goes (fun / hess_vec / trial values,
+    from an instrumented TRON run on the same objective).
 (c) ``--mslr`` (off by default: about 3 GB of memory, a minute or more):
     synthetic data shaped like MSLR-WEB30K fold 1 (Lee & Lin's Table 2:
     2,270,296 documents, 136 features, 5 levels, 18,919 queries, about 120
@@ -40,25 +52,27 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peers import build_peer, read_model_w, run_train, write_fixed_decimals  # noqa: E402
 from _synthetic import make_lean_letor  # noqa: E402
 from _timing import warm_up_fits  # noqa: E402
 
-from refimpl.data import load_letor_fold  # noqa: E402
+from refimpl.data import load_letor, load_letor_fold, write_letor  # noqa: E402
 from refimpl.estimators import RankSVM  # noqa: E402
 from refimpl.losses import L2Regularized, PairwiseSquaredHinge  # noqa: E402
 from refimpl.solvers.tron import tron  # noqa: E402
 
-LIBLINEAR_MQ2008_S = 0.1  # "well under 0.1 s" (compiled ranksvm extension, -s 8)
-CALIBRATION_SYNTH_S = 0.75
-TARGET_SYNTH_RATIO = 1.5
+GOAL_MQ2008 = 0.5
+GOAL_SYNTH = 0.35
 PAPER_MSLR_S = 1601.6  # Lee & Lin 2014, Table 5, Tree-TRON on MSLR 30k
 MSLR_SHAPE = {"n_docs": 2_270_296, "n_features": 136, "n_queries": 18_919,
               "n_levels": 5}
@@ -99,26 +113,22 @@ def warm_up():
     warm_up_fits(ranksvm(1.0).fit)
 
 
-def report_fit(times, model, calib, calib_text, target=None):
-    best, med = min(times), statistics.median(times)
-    n_iter, n_cg, n_fun = iterations(model)
-    print(f"    fit: best {best:.3f} s, median {med:.3f} s over {len(times)} runs; "
-          f"{n_iter} Newton iterations, {n_cg} CG iterations, {n_fun} function "
-          f"evaluations, converged={model.converged_}")
-    goal = "" if target is None else f"   (target <= {target}x)"
-    print(f"    calibration: {calib_text}")
-    print(f"    ratio ours / {calib:g} s = {best / calib:.2f}x (best), "
-          f"{med / calib:.2f}x (median){goal}")
-
-
 class _Timed:
-    """Wraps an objective and accumulates wall time per method."""
+    """Wraps an objective and accumulates wall time per method.
+
+    Forwards the score-reuse methods, so TRON takes the same path as in
+    ``RankSVM.fit``.
+    """
+
+    NAMES = ("fun", "grad", "hess_vec", "hess_vec_scores", "fun_from_scores",
+             "accept_trial", "last_scores")
 
     def __init__(self, objective):
         self.obj = objective
         self.n_features = objective.n_features
-        self.t = {"fun": 0.0, "grad": 0.0, "hess_vec": 0.0}
-        self.n = {"fun": 0, "grad": 0, "hess_vec": 0}
+        self.score_reuse = bool(getattr(objective, "score_reuse", False))
+        self.t = dict.fromkeys(self.NAMES, 0.0)
+        self.n = dict.fromkeys(self.NAMES, 0)
 
     def _call(self, name, *a):
         t0 = time.perf_counter()
@@ -136,9 +146,38 @@ class _Timed:
     def hess_vec(self, s):
         return self._call("hess_vec", s)
 
+    def hess_vec_scores(self, s):
+        return self._call("hess_vec_scores", s)
+
+    def fun_from_scores(self, w, z):
+        return self._call("fun_from_scores", w, z)
+
+    def accept_trial(self, w):
+        return self._call("accept_trial", w)
+
+    def last_scores(self):
+        return self._call("last_scores")
+
+
+class _NoReuse:
+    """The objective without score reuse (TRON's fallback path)."""
+
+    def __init__(self, objective):
+        self.obj = objective
+        self.n_features = objective.n_features
+
+    def fun(self, w):
+        return self.obj.fun(w)
+
+    def grad(self, w):
+        return self.obj.grad(w)
+
+    def hess_vec(self, s):
+        return self.obj.hess_vec(s)
+
 
 def breakdown(X, y, qid, C, fit_time):
-    """Where a fit's time goes: set-up, fun, grad, hess_vec, TRON's own work."""
+    """Where a fit's time goes: set-up, fun, grad, Hessian products, trials."""
     t0 = time.perf_counter()
     loss = PairwiseSquaredHinge(X, y, qid, backend="tree")
     setup = time.perf_counter() - t0
@@ -146,26 +185,24 @@ def breakdown(X, y, qid, C, fit_time):
     t0 = time.perf_counter()
     tron(obj, tol=1e-3)
     total = time.perf_counter() - t0
-    v = np.ones(X.shape[1])
-    u = np.ones(X.shape[0])
-    reps = 5
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        X @ v
-        X.T @ u
-    pair = (time.perf_counter() - t0) / reps
-    n_mv = obj.n["fun"] + obj.n["grad"] + 2 * obj.n["hess_vec"]
     print(f"    where the time goes (instrumented run, TRON {total:.3f} s + set-up "
-          f"{setup:.3f} s; the RankSVM.fit above: {fit_time:.3f} s):")
-    print(f"      {'validation + loss set-up (levels, grouping)':<44} {setup:7.3f} s")
-    for name in ("fun", "grad", "hess_vec"):
-        print(f"      {name + ' x ' + str(obj.n[name]):<44} {obj.t[name]:7.3f} s "
-              f"{obj.t[name] / total:6.1%}")
+          f"{setup:.3f} s; one_pass_={loss.one_pass_}; the best fit above: "
+          f"{fit_time:.3f} s):")
+    print(f"      {'validation + loss set-up (levels, grouping)':<48} {setup:7.3f} s")
+    labels = {"fun": "fun (one pass: value + gradient)",
+              "grad": "grad (after fun: free; after accept: X^T dz, X w)",
+              "accept_trial": "accept_trial (the trial's state adopted)",
+              "hess_vec_scores": "hess_vec_scores (one pass: H s and X s)",
+              "hess_vec": "hess_vec",
+              "fun_from_scores": "fun_from_scores (trial value, no pass)",
+              "last_scores": "last_scores"}
+    for name in obj.NAMES:
+        if obj.n[name]:
+            print(f"      {labels[name] + ' x ' + str(obj.n[name]):<48} "
+                  f"{obj.t[name]:7.3f} s {obj.t[name] / total:6.1%}")
     other = total - sum(obj.t.values())
-    print(f"      {'TRON itself (CG vector updates, norms)':<44} {other:7.3f} s "
+    print(f"      {'TRON itself (CG vector updates, norms)':<48} {other:7.3f} s "
           f"{other / total:6.1%}")
-    print(f"      of which the {n_mv} dense mat-vecs (X w, X^T u; {pair / 2 * 1e3:.1f} ms "
-          f"each) ~ {n_mv * pair / 2:.3f} s = {n_mv * pair / 2 / total:.0%} of TRON")
 
 
 def op_costs(X, y, qid, C, w, reps=3):
@@ -188,8 +225,53 @@ def op_costs(X, y, qid, C, w, reps=3):
     return best
 
 
-def part_a(args):
-    print("\n(a) MQ2008 Fold1 train, C = 2^7, tol = 1e-3, backend='tree'")
+def old_path_fit(X, y, qid, C):
+    """The previous path: two BLAS mat-vecs per product, no score reuse."""
+    t0 = time.perf_counter()
+    loss = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=False)
+    res = tron(_NoReuse(L2Regularized(loss, C)), tol=1e-3)
+    return time.perf_counter() - t0, res
+
+
+def side_by_side(name, X, y, qid, C, data_file, peer, scratch, rounds, goal):
+    """Alternate our fit, the old path and the peer's solve; print ratios."""
+    ours, old, theirs = [], [], []
+    model = None
+    w_peer = None
+    for _ in range(rounds):
+        t, model = timed_fit(X, y, qid, C)
+        ours.append(t)
+        old.append(old_path_fit(X, y, qid, C)[0])
+        if peer is not None:
+            run = run_train(peer, data_file, C, 1e-3, scratch / "model")
+            theirs.append(run["solve"])
+            w_peer = read_model_w(run["model"])
+    n_iter, n_cg, n_fun = iterations(model)
+    best, med = min(ours), statistics.median(ours)
+    print(f"    ours: best {best:.3f} s, median {med:.3f} s over {rounds} "
+          f"rounds; {n_iter} Newton iterations, {n_cg} CG iterations, {n_fun} "
+          f"function evaluations, converged={model.converged_}")
+    print(f"    previous path (two BLAS mat-vecs per product, no score reuse): "
+          f"best {min(old):.3f} s; ours / previous = {best / min(old):.2f}x "
+          f"(per round {min(a / b for a, b in zip(ours, old)):.2f}-"
+          f"{max(a / b for a, b in zip(ours, old)):.2f}x)")
+    if peer is None:
+        print("    LIBLINEAR: skipped (see above)")
+        return best
+    r = [a / b for a, b in zip(ours, theirs)]
+    print(f"    LIBLINEAR ranksvm solve (SOLVE_SECONDS): best {min(theirs):.3f} s, "
+          f"median {statistics.median(theirs):.3f} s")
+    print(f"    ratio ours / LIBLINEAR: {best / min(theirs):.2f}x best vs best, "
+          f"per round {min(r):.2f}-{max(r):.2f}x   (goal <= {goal}x)")
+    obj = L2Regularized(PairwiseSquaredHinge(X, y, qid, backend="tree"), C)
+    f_ours, f_peer = obj.fun(model.coef_), obj.fun(w_peer)
+    print(f"    objective reached: ours {f_ours:.12g}, LIBLINEAR {f_peer:.12g}, "
+          f"relative difference {(f_ours - f_peer) / abs(f_peer):.2e}")
+    return best
+
+
+def part_a(args, peer, scratch):
+    print("\n(a) MQ2008 Fold1 train, C = 2^7, eps = 1e-3, backend='tree'")
     if not os.environ.get("LETOR_HOME"):
         print("    skipped: LETOR_HOME is not set")
         return
@@ -200,30 +282,31 @@ def part_a(args):
         return
     print(f"    {X.shape[0]:,} documents x {X.shape[1]} features, "
           f"{len(np.unique(qid))} queries")
-    times = []
-    for _ in range(args.repeat_a):
-        t, model = timed_fit(X, y, qid, 2.0**7)
-        times.append(t)
-    report_fit(times, model, LIBLINEAR_MQ2008_S,
-               "compiled LIBLINEAR ranksvm extension (-s 8): well under 0.1 s "
-               "on this machine class")
+    data = scratch / "mq2008_fold1_train.txt"
+    write_letor(data, X, y, qid)
+    side_by_side("MQ2008", X, y, qid, 2.0**7, data, peer, scratch,
+                 args.repeat_a, GOAL_MQ2008)
 
 
-def part_b(args):
+def part_b(args, peer, scratch):
     print("\n(b) synthetic 301,916 x 136, 2,500 queries, 5 levels, C = 1, "
           "eps = 1e-3, backend='tree'")
     X, y, qid, _ = make_lean_letor(301_916, 136, 2_500, 5, seed=0)
+    data = scratch / "synthetic_301916.txt"
+    t0 = time.perf_counter()
+    size = write_fixed_decimals(data, X, y, qid, decimals=6)
+    del X
+    X, y, qid = load_letor(data, cache=False)
+    print(f"    written with 6 decimals ({size / 1e6:.0f} MB) and read back "
+          f"in {time.perf_counter() - t0:.1f} s")
     p = PairwiseSquaredHinge(X, y, qid, backend="tree").n_pairs
     print(f"    {X.shape[0]:,} x {X.shape[1]}, {p:,} pairs ({p / X.shape[0]:.1f} "
-          f"per document), label shares {np.round(np.bincount(y) / len(y), 3)}")
-    times = []
-    for _ in range(args.repeat_b):
-        t, model = timed_fit(X, y, qid, 1.0)
-        times.append(t)
-    report_fit(times, model, CALIBRATION_SYNTH_S,
-               f"{CALIBRATION_SYNTH_S} s (issue's figure for this problem)",
-               target=TARGET_SYNTH_RATIO)
-    breakdown(X, y, qid, 1.0, min(times))
+          f"per document), label shares "
+          f"{np.round(np.bincount(y.astype(int)) / len(y), 3)}")
+    best = side_by_side("synthetic", X, y, qid, 1.0, data, peer, scratch,
+                        args.repeat_b, GOAL_SYNTH)
+    breakdown(X, y, qid, 1.0, best)
+    data.unlink()
 
 
 def part_c(args):
@@ -283,20 +366,27 @@ def main(argv=None):
                     help="also run (c), the MSLR-WEB30K-shaped fit (~3 GB, a minute or more)")
     ap.add_argument("--mslr-C", type=float, default=8.0,
                     help="C for (c); 2^3 is Lee & Lin's Table 3 choice for MSLR 30k")
-    ap.add_argument("--repeat-a", type=int, default=7, help="fits timed in (a)")
-    ap.add_argument("--repeat-b", type=int, default=3, help="fits timed in (b)")
+    ap.add_argument("--repeat-a", type=int, default=7, help="rounds timed in (a)")
+    ap.add_argument("--repeat-b", type=int, default=3, help="rounds timed in (b)")
+    ap.add_argument("--no-peer", action="store_true", help="skip LIBLINEAR")
     ap.add_argument("--skip", nargs="*", default=[], choices=["a", "b"],
                     help="parts to skip")
     args = ap.parse_args(argv)
     print(f"bench_tron: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     warm_up()
-    if "a" not in args.skip:
-        part_a(args)
-    if "b" not in args.skip:
-        part_b(args)
-    if args.mslr:
-        part_c(args)
+    scratch = Path(tempfile.mkdtemp(prefix="bench_tron_"))
+    try:
+        peer, why = (None, "--no-peer") if args.no_peer else build_peer(scratch)
+        print(f"peer: {'LIBLINEAR ranksvm 2.11, ' + str(peer) if peer else 'skipped: ' + why}")
+        if "a" not in args.skip:
+            part_a(args, peer, scratch)
+        if "b" not in args.skip:
+            part_b(args, peer, scratch)
+        if args.mslr:
+            part_c(args)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
