@@ -413,8 +413,12 @@ def _dd_scale(c, ah, al):
 
 @njit(inline="always")
 def _dd_insert(th, tl, m, x):
-    """Add ``x`` to node ``m`` and its ancestors, double-double ``th + tl``."""
-    while m >= 1:
+    """Add ``x`` to node ``m`` and its ancestors below the root, double-double.
+
+    The root (node 1) is skipped: its sum is never read, since the sibling
+    walks stop below it.
+    """
+    while m > 1:
         s, e = _two_sum(th[m], x)
         th[m] = s
         tl[m] += e
@@ -715,7 +719,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
             m = p + lb[b]
             zj = zs[b]
             qh, ql = _two_prod(zj, zj)
-            while m >= 1:
+            while m > 1:  # the root is never read
                 cnt[m] += 1
                 s, e = _two_sum(s1h[m], zj)
                 s1h[m] = s
@@ -768,7 +772,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         while b >= 0 and margin - (zi - zb[b]) > 0.0:
             m = p + lb[b]
             zj = zs[b]
-            while m >= 1:
+            while m > 1:  # the root is never read
                 cnt[m] += 1
                 s, e = _two_sum(s1h[m], zj)
                 s1h[m] = s
