@@ -242,8 +242,9 @@ def hessvec_vs_matvecs(args):
 
 def matvec_case(name, X, y, qid, C, rounds):
     w = RankSVM(C=C, tol=1e-3, backend="tree").fit(X, y, qid).coef_
-    one = PairwiseSquaredHinge(X, y, qid, backend="tree")
-    two = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=False)
+    one = PairwiseSquaredHinge(X, y, qid, backend="tree", one_pass=True)
+    two = one.with_backend("tree", one_pass=False)
+    auto = PairwiseSquaredHinge(X, y, qid, backend="tree").one_pass_
     for L in (one, two):
         L.fun(w)
     rng = np.random.default_rng(2)
@@ -276,7 +277,8 @@ def matvec_case(name, X, y, qid, C, rounds):
     print(f"\n  {name}: {X.shape[0]:,} x {X.shape[1]}, p = {one.n_pairs:,} "
           f"(p/l = {one.n_pairs / X.shape[0]:.1f}), w = RankSVM(C={C:g}) "
           f"solution, {one.n_active_pairs() / one.n_pairs:.0%} of pairs active; "
-          f"one_pass_={one.one_pass_}")
+          f"X = {X.nbytes / 2**20:.1f} MiB, one_pass='auto' chooses "
+          f"{'one pass' if auto else 'two passes'}")
     print(f"    two BLAS mat-vecs X v + X^T u  {two_mv * 1e3:8.3f} ms  "
           f"(X v {b['X v'] * 1e3:.3f}, X^T u {b['X^T u'] * 1e3:.3f})")
     for label, key, goal in (("hess_vec, one pass ", "hess_vec 1 pass", " (goal <= 0.6x)"),

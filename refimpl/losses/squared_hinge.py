@@ -391,6 +391,8 @@ class PairwiseSquaredHinge(CachedObjective):
 
         Uses the active set of the last :meth:`fun` (Lee & Lin 2014, eq. 11).
         """
+        if self.one_pass_:  # X s stays in the backend: no copy
+            return self.scale * self._impl.hess_vec(self._direction(s))[0]
         return self.hess_vec_scores(s)[0]
 
     def hess_vec_scores(self, s):
