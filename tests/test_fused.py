@@ -369,3 +369,38 @@ def test_accept_trial_gives_the_state_of_fun(backend, contiguous):
     # no pending trial at w: accept_trial evaluates
     assert L.accept_trial(w) == ref.fun(w)
     np.testing.assert_array_equal(L.hess_vec(s), ref.hess_vec(s))
+
+
+@PROPERTY
+@given(instances(max_queries=4, max_docs=80), st.integers(0, 2**31 - 1),
+       st.sampled_from(["random", "sorted", "reversed", "near"]))
+def test_sort_from_a_previous_order_is_the_stable_sort(inst, seed, start):
+    """sort_by_score_from gives sort_by_score's permutation bit for bit from
+    any starting order (ties, NaN, the scratch fallback of reversed starts
+    included)."""
+    z, _, _, qid, _ = inst
+    rng = np.random.default_rng(seed)
+    if rng.random() < 0.2:
+        z = np.where(rng.random(len(z)) < 0.1, np.nan, z)
+    g = group_queries(qid)
+    ref = np.empty(len(z), np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, ref)
+    prev = g.order.copy()
+    for q in range(len(g.indptr) - 1):
+        sl = slice(g.indptr[q], g.indptr[q + 1])
+        if start == "random":
+            prev[sl] = rng.permutation(prev[sl])
+        elif start == "sorted":
+            prev[sl] = ref[sl]
+        elif start == "reversed":
+            prev[sl] = ref[sl][::-1]
+        else:  # the sort of slightly different scores
+            zz = z + 1e-3 * rng.normal(size=len(z))
+            prev[sl] = prev[sl][np.argsort(zz[prev[sl]], kind="stable")]
+    pos = np.empty(len(z), np.int64)
+    pos[g.order] = np.arange(len(z))
+    for f in (kos.sort_by_score_from, kos.sort_by_score_from.py_func):
+        perm = np.full(len(z), -1, np.int64)
+        zb = np.empty(max(1, int(np.diff(g.indptr).max())))
+        f(z, g.order, g.indptr, pos, prev, perm, zb)
+        np.testing.assert_array_equal(perm, ref)

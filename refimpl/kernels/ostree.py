@@ -148,6 +148,55 @@ def _sort_query(z, order, lo, hi, perm, zb):
 
 
 @njit(cache=True)
+def sort_by_score_from(z, order, indptr, pos, prev, perm, zb):
+    """:func:`sort_by_score`, starting from a previous order of each query.
+
+    ``prev[indptr[q]:indptr[q + 1]]`` is any order of query ``q``'s
+    documents (a solver's last sort, by nearby scores); insertion sort from
+    it costs O(l_q + inversions), so a small step of ``z`` is re-sorted in
+    about linear time.  The key is ``(z_i, pos[i])`` with ``pos[i]`` the
+    position of ``i`` in ``order`` (NaN last, as :func:`_lt`), a strict
+    total order, so the result is exactly :func:`sort_by_score`'s (the
+    stable sort's unique permutation) whatever ``prev`` was.  A query whose
+    insertion sort would move more than ``4 l_q (log2 l_q + 1) + 64``
+    times is sorted from scratch instead (:func:`_sort_query`), which
+    bounds the cost at a few times the plain sort's.  ``zb``: scratch of the
+    longest query's length.
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        n = hi - lo
+        budget = 64
+        m = n
+        while m > 0:
+            budget += 4 * n
+            m //= 2
+        moves = 0
+        for a in range(n):
+            j = prev[lo + a]
+            v = z[j]
+            pj = pos[j]
+            b = a - 1
+            while b >= 0:
+                i = perm[lo + b]
+                if not (_lt(v, zb[b]) or (not _lt(zb[b], v) and pj < pos[i])):
+                    break
+                zb[b + 1] = zb[b]
+                perm[lo + b + 1] = i
+                b -= 1
+                moves += 1
+            zb[b + 1] = v
+            perm[lo + b + 1] = j
+            if moves > budget:
+                break
+        if moves > budget:
+            _sort_query(z, order, lo, hi, perm, zb)
+
+
+@njit(cache=True)
 def center_per_query(t, order, indptr, out):
     """``out = t`` minus its mean over each query.
 

@@ -25,6 +25,7 @@ from ..kernels.ostree import (
     center_per_query,
     hess_dz_selection_tree,
     sort_by_score,
+    sort_by_score_from,
     value_dz_selection_tree,
 )
 from ..sv_stats import KERNELS, METHODS, query_levels
@@ -125,6 +126,7 @@ class _TreeBackend:
         self._gm = np.empty(n)
         self._c = np.empty(n)
         self._pending = None  # the z of the last value(), state in scratch
+        self._pos = None  # position of each document in order (lazy)
 
     @classmethod
     def from_problem(cls, problem, margin, method="selection_tree"):
@@ -184,12 +186,35 @@ class _TreeBackend:
         """
         z = np.ascontiguousarray(z, dtype=np.float64)
         if self.method == "selection_tree":
-            value = self._fused_value_dz(z, self._perm2, self._lp, self._lm,
-                                         self._c)
+            # a trial near a state with distinct scores (not w = 0, where
+            # every score is 0): re-sort from the state's order
+            if self.z is None or not np.any(self.z != self.z[0]):
+                value = self._fused_value_dz(z, self._perm2, self._lp,
+                                             self._lm, self._c)
+            else:
+                value = self._value_from_state_order(z)
             self._pending = z
             return value
         sort_by_score(z, self.order, self.indptr, self._perm2)
         return self._value_parts(z, self._perm2, self._lp, self._lm)[0]
+
+    def _value_from_state_order(self, z):
+        """The fused value kernel at ``z``, sorted starting from ``self.perm``.
+
+        Same result as :meth:`_fused_value_dz` (the sort is the same
+        permutation, :func:`~refimpl.kernels.ostree.sort_by_score_from`),
+        about linear time when ``z`` is near the state's scores.
+        """
+        if self._pos is None:
+            self._pos = np.empty(self.n, dtype=np.int64)
+            self._pos[self.order] = np.arange(self.n)
+            self._zsort = np.empty(int(np.diff(self.indptr).max(initial=0)))
+        sort_by_score_from(z, self.order, self.indptr, self._pos, self.perm,
+                           self._perm2, self._zsort)
+        value = value_dz_selection_tree(z, self.level, self.nlev, self._perm2,
+                                        self.order, self.indptr, self.margin,
+                                        self._lp, self._lm, self._c)
+        return max(float(value), 0.0)
 
     @property
     def can_adopt(self) -> bool:
