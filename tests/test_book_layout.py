@@ -84,21 +84,6 @@ KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {
      'def tron_naive(obj, tol=1e-3, max_iter=100):'): _REASON,
     ('02_ranksvm_ostree.md', 'figure-caption',  # code cell 27: figure without a caption
      'f_star = min(h["f"].min() for h, _ in runs.values())'): _REASON,
-    # 03_fenchelrank_duality.md
-    ('03_fenchelrank_duality.md', 'wide-source',  # code cell 3: 1 line(s) wider than 79
-     'thetas = np.linspace(-3, 3, 13)'): _REASON,
-    # code cell 5: figure without a caption
-    ('03_fenchelrank_duality.md', 'figure-caption',
-     'fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))'): _REASON,
-    # code cell 14: 1 line(s) wider than 79
-    ('03_fenchelrank_duality.md', 'wide-source',
-     'wv = cp.Variable(m)'): _REASON,
-    # code cell 15: figure without a caption
-    ('03_fenchelrank_duality.md', 'figure-caption',
-     'fig, ax = plt.subplots(figsize=(6, 3.5))'): _REASON,
-    # code cell 21: figure without a caption
-    ('03_fenchelrank_duality.md', 'figure-caption',
-     'fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))'): _REASON,
     # 04_fsmrank_nesterov.md
     # code cell 7: figure without a caption
     ('04_fsmrank_nesterov.md', 'figure-caption',
