@@ -239,9 +239,19 @@ def test_face_newton_step_stays_on_the_face(face):
     """The longest step keeps the signs of the support and ||w||_1 <= 1."""
     w, H, gL, slack = face
     out = fr._face_newton(w, gL, H, slack)
-    assert out is not None
-    d, t_max, hit = out
     S = np.flatnonzero(w)
+    if out is None:
+        # only where the face has no descent direction: a vertex of the
+        # sphere, or a gradient that vanishes on the face (relatively, or
+        # so small that g^T d underflows)
+        gS = gL[S]
+        if slack == 0.0:
+            sig = np.sign(w[S])
+            gS = gS - (sig @ gS) / len(S) * sig
+        assert (slack == 0.0 and len(S) == 1) or np.abs(gS).max() <= max(
+            1e-9 * np.abs(gL[S]).max(), 1e-100)
+        return
+    d, t_max, hit = out
     assert np.all(d[np.flatnonzero(w == 0)] == 0)
     assert 0 < t_max <= fr.NEWTON_STEP_CAP
     wt = w + t_max * d
@@ -253,5 +263,62 @@ def test_face_newton_step_stays_on_the_face(face):
         assert abs(wt[hit]) <= 1e-12 * max(1.0, abs(w[hit]))
     elif hit == -2:
         assert np.abs(wt).sum() == pytest.approx(1.0, abs=1e-12)
-    # a descent direction of the quadratic model
-    assert gL @ d <= 1e-12 * np.abs(gL).sum() * np.abs(d).sum()
+    assert gL @ d < 0.0                         # a descent direction
+
+
+# ---------------------------------------------------------------------------
+# The score-space machinery against brute force on explicit pairs
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def score_problems(draw):
+    """Problems with ties, one-document queries and wide score ranges."""
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(2, 30))
+    d = draw(st.integers(1, 5))
+    scale = draw(st.sampled_from([1e-3, 1.0, 1e3]))
+    X = rng.integers(-2, 3, size=(n, d)).astype(np.float64) * scale
+    if draw(st.booleans()):                     # continuous features too
+        X += rng.normal(size=(n, d)) * scale
+    qid = np.sort(rng.integers(0, draw(st.integers(1, n)), n))
+    y = rng.integers(0, draw(st.integers(2, 4)), n).astype(np.float64)
+    y[0], y[1], qid[1] = 1.0, 0.0, qid[0]       # at least one pair
+    r = draw(st.sampled_from([0.5, 2.0, 64.0]))
+    w = rng.normal(size=d)
+    w *= draw(st.floats(0.0, 1.0)) / max(np.abs(w).sum(), 1e-300)
+    v = rng.normal(size=d)
+    return X, y, qid, r, w, v
+
+
+@settings(deadline=None, max_examples=60)
+@given(score_problems())
+def test_score_space_matches_explicit_pairs(prob):
+    """Value, gradient, Hessian block and exact step from the scores."""
+    X, y, qid, r, w, v = prob
+    loss = fenchel_loss(X, y, qid, r)
+    K = pair_difference_matrix(X, y, qid)
+    space = fr._ScoreSpace(loss, loss.pair_indices())
+    z = X @ w
+    L, gL = space.value_grad(z)
+    res = np.maximum(0.0, 1.0 / r - K @ w)
+    p = K.shape[0]
+    scale = max(1.0, float(np.abs(X).max()) ** 2)
+    assert L == pytest.approx(res @ res / p, rel=1e-9, abs=1e-12 * scale)
+    np.testing.assert_allclose(gL, -2.0 * (res @ K) / p, rtol=1e-9,
+                               atol=1e-12 * scale)
+    S = np.arange(X.shape[1])
+    act = res > 0
+    H = 2.0 * K[act].T @ K[act] / p
+    np.testing.assert_allclose(space.hessian(S), H, rtol=1e-9,
+                               atol=1e-12 * scale)
+    # the exact step along d = v (any direction; t in [0, 1]) by brute force
+    c = space.exact_step(z, X @ v).copy()
+    t = float(fr._k.linesearch_pairs(space.a, c))
+    np.testing.assert_allclose(c, K @ v, rtol=1e-9, atol=1e-12 * scale ** 0.5)
+    ts = np.linspace(0.0, 1.0, 2001)
+    phi = [np.sum(np.maximum(0.0, 1.0 / r - K @ (w + s * v)) ** 2) for s in ts]
+    phi_t = np.sum(np.maximum(0.0, 1.0 / r - K @ (w + t * v)) ** 2)
+    assert 0.0 <= t <= 1.0
+    assert phi_t <= min(phi) * (1 + 1e-9) + 1e-12 * scale

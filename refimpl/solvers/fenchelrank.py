@@ -536,7 +536,9 @@ def _face_newton(w, gL, H, slack):
     when ``slack = 1 - ||w||_1`` is 0, ``sigma^T d = 0`` (the l1 sphere).
     Returns ``(d, t_max, hit)`` with ``d`` zero off ``S``; ``hit`` is the
     coordinate that reaches 0 at ``t_max``, ``-2`` when the l1 sphere is
-    reached there, ``-1`` when neither (``t_max`` is then the cap).
+    reached there, ``-1`` when neither (``t_max`` is then the cap).  Returns
+    ``None`` when ``d`` is no descent direction (the face is a vertex, the
+    gradient vanishes on it, or ``H`` is not numerically positive definite).
     """
     S = np.flatnonzero(w)
     sigma = np.sign(w[S])
@@ -555,6 +557,9 @@ def _face_newton(w, gL, H, slack):
         # stay on the sphere: the KKT point of min 1/2 d'Hd + g'd, sigma'd = 0
         Hsig = solve(sigma)
         dS = dS - (sigma @ dS) / (sigma @ Hsig) * Hsig
+        dS = dS - (sigma @ dS) / len(S) * sigma    # its rounding residue
+    if not float(gS @ dS) < 0.0:
+        return None    # no descent on this face (a vertex, or rounding)
     t_max, hit = NEWTON_STEP_CAP, -1
     shrink = sigma * dS < 0.0
     if np.any(shrink):
