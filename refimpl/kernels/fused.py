@@ -60,19 +60,36 @@ from .ostree import (
 def _rows_axpy(X, lo, hi, u, out, pfa, pf, pf_end):
     """``out += sum_{r = lo}^{hi - 1} u[r] X[r]``, row after row.
 
-    Rows with ``u[r] == 0`` are skipped (they add exact zeros).  Four
-    cache lines of the prefetch cursor ``pfa[pf:pf_end]`` per row; returns
-    the cursor.
+    Each ``out[j]`` receives the terms ``u[r] X[r, j]`` in row order, four
+    rows per sweep over ``out`` (the same sums as one row at a time, with a
+    quarter of the loads and stores of ``out``); rows with ``u[r] == 0``
+    add zeros.  Four cache lines of the prefetch cursor ``pfa[pf:pf_end]``
+    per four rows; returns the cursor.
     """
     d = X.shape[1]
-    for r in range(lo, hi):
+    r = lo
+    while r + 4 <= hi:
         if pf < pf_end:
             pf = _prefetch_ahead(pfa, pf, pf_end, 32)
-        c = u[r]
+        c0 = u[r]
+        c1 = u[r + 1]
+        c2 = u[r + 2]
+        c3 = u[r + 3]
+        if c0 != 0.0 or c1 != 0.0 or c2 != 0.0 or c3 != 0.0:
+            for j in range(d):
+                o = out[j]
+                o += X[r, j] * c0
+                o += X[r + 1, j] * c1
+                o += X[r + 2, j] * c2
+                o += X[r + 3, j] * c3
+                out[j] = o
+        r += 4
+    for rr in range(r, hi):
+        c = u[rr]
         if c == 0.0:
             continue
         for j in range(d):
-            out[j] += X[r, j] * c
+            out[j] += X[rr, j] * c
     return pf
 
 
