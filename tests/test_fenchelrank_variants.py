@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_fenchelrank import (
     G_explicit,
     P_explicit,
@@ -29,7 +30,7 @@ from test_fenchelrank import (
 )
 
 from refimpl.estimators import FenchelRank
-from refimpl.exceptions import NonFiniteError, ParameterError
+from refimpl.exceptions import EmptyModelWarning, NonFiniteError, ParameterError
 from refimpl.pairs import pair_difference_matrix
 from refimpl.solvers import fenchelrank
 
@@ -198,6 +199,15 @@ def test_estimator_variant(variant):
     assert est.objective_ == pytest.approx(paper.objective_, abs=2e-8)
     assert est.dual_gap_ <= 1e-8
     assert len(est.history_["gap"]) == est.n_iter_ + 1
+
+
+@parametrize_with_checks([FenchelRank(max_iter=200, variant=v) for v in FAST])
+def test_sklearn_checks_pass_for_every_variant(estimator, check):
+    with warnings.catch_warnings():
+        # small random problems: early stops and empty models are expected
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", EmptyModelWarning)
+        check(estimator)
 
 
 @pytest.mark.parametrize("variant", FAST)
