@@ -137,14 +137,14 @@ def scores_grad_one_pass(X, w, dz, z, grad):
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
     grad[:] = 0.0
-    d = X.shape[1]
-    for r in range(X.shape[0]):
-        z[r] = row_dot(X, r, w)
-        c = dz[r]
-        if c == 0.0:
-            continue
-        for j in range(d):
-            grad[j] += X[r, j] * c
+    n = X.shape[0]
+    r = 0
+    while r < n:  # four rows at a time: dot products, then their share
+        hi = min(r + 4, n)
+        for rr in range(r, hi):
+            z[rr] = row_dot(X, rr, w)
+        _rows_axpy(X, r, hi, dz, grad, z, 0, 0)
+        r = hi
 
 
 @njit(cache=True)
