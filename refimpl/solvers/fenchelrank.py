@@ -45,13 +45,18 @@ STEPS = ("exact", "closed_form", "theory")
 LINESEARCHES = ("auto", "pairs", "newton")
 
 #: Variants of :func:`fenchelrank`: the paper's Algorithm 1 (Frank-Wolfe),
-#: and the pairwise and away-step Frank-Wolfe methods on the same l1 ball
-#: with the same stopping rule (see its Notes).
+#: the pairwise and away-step Frank-Wolfe methods on the same l1 ball, and
+#: pairwise steps with Newton steps on the face, all with the same stopping
+#: rule (see its Notes).
 VARIANTS = ("paper", "pairwise", "away", "face_newton")
 
 #: Iterations between two recomputations of the scores ``X w`` that the
 #: fast variants otherwise update in place (bounds the drift of rounding).
 REFRESH_EVERY = 256
+
+#: Largest dense ``X`` of which the fast variants keep a Fortran-ordered
+#: copy (contiguous columns for ``X d`` and the Hessian block).
+FORTRAN_COPY_BYTES = 64 * 2**20
 
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
@@ -468,7 +473,8 @@ class _ScoreSpace:
     """Scores ``z = X w`` kept along the steps, value and gradient from them.
 
     For explicit pairs: ``X d`` is assembled from columns of the loss's
-    ``X``, read in place (or from ``z`` itself), the value and the score
+    ``X`` (a Fortran-ordered copy up to :data:`FORTRAN_COPY_BYTES`, else
+    read in place) or from ``z`` itself, the value and the score
     gradient come from :func:`refimpl.kernels.squared_hinge.value_dz` on
     ``z``, Hessian blocks from its ``hess_dz``, and the exact step from
     :func:`refimpl.kernels.fenchel.linesearch_pairs` on the residuals.
@@ -482,8 +488,13 @@ class _ScoreSpace:
         self._sh = _sh
         X = loss.X
         self.sparse = sp.issparse(X)
-        # columns are read in place (strided for C order): no copy of X
-        self.X = X.tocsc() if self.sparse else np.asarray(X, dtype=np.float64)
+        if self.sparse:
+            self.X = X.tocsc()
+        else:
+            # columns are contiguous in a Fortran copy; above
+            # FORTRAN_COPY_BYTES they are read in place (strided), no copy
+            X = np.asarray(X, dtype=np.float64)
+            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
         self.pi, self.pj = pairs
         p = len(self.pi)
         self.n_docs = self.X.shape[0]
