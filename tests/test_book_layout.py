@@ -75,15 +75,6 @@ _CODE_START = re.compile(r"^```\{code-cell\}")
 KEY_LEN = 60
 _REASON = "being rewritten by issue 16 work"
 KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {
-    # 02_ranksvm_ostree.md
-    ('02_ranksvm_ostree.md', 'long-cell',  # code cell 8: 26 lines > 25
-     'class OSTreeNaive:'): _REASON,
-    ('02_ranksvm_ostree.md', 'figure-caption',  # code cell 15: figure without a caption
-     'def draw_selection(ax, T, k):'): _REASON,
-    ('02_ranksvm_ostree.md', 'long-cell',  # code cell 19: 29 lines > 25
-     'def tron_naive(obj, tol=1e-3, max_iter=100):'): _REASON,
-    ('02_ranksvm_ostree.md', 'figure-caption',  # code cell 27: figure without a caption
-     'f_star = min(h["f"].min() for h, _ in runs.values())'): _REASON,
     # 04_fsmrank_nesterov.md
     # code cell 7: figure without a caption
     ('04_fsmrank_nesterov.md', 'figure-caption',
