@@ -75,21 +75,6 @@ _CODE_START = re.compile(r"^```\{code-cell\}")
 KEY_LEN = 60
 _REASON = "being rewritten by issue 16 work"
 KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {
-    # 04_fsmrank_nesterov.md
-    # code cell 7: figure without a caption
-    ('04_fsmrank_nesterov.md', 'figure-caption',
-     't = np.arange(1, T + 1)'): _REASON,
-    ('04_fsmrank_nesterov.md', 'long-cell',  # code cell 16: 28 lines > 25
-     'import time'): _REASON,
-    # code cell 16: figure without a caption
-    ('04_fsmrank_nesterov.md', 'figure-caption',
-     'import time'): _REASON,
-    # code cell 18: figure without a caption
-    ('04_fsmrank_nesterov.md', 'figure-caption',
-     'fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))'): _REASON,
-    # code cell 12: 1 printed line(s) wider than 79
-    ('04_fsmrank_nesterov.md', 'wide-output',
-     'model = FSMRank(lambda1=lam1, lambda2=lam2, tol=1e-9).fit(X,'): _REASON,
 }
 
 
