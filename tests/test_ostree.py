@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from refimpl._validation import group_queries
 from refimpl.exceptions import DataError
@@ -13,6 +14,7 @@ from refimpl.kernels import direct_count as kdc
 from refimpl.kernels import ostree as kos
 from refimpl.kernels import prsvm as kpr
 from refimpl.kernels import squared_hinge as ksh
+from refimpl.kernels._ddlanes import LANES, dd_step, dd_step_counted
 from refimpl.losses._tree_backend import _TreeBackend
 from refimpl.losses.squared_hinge import _PairsBackend
 from refimpl.pairs import preference_pairs
@@ -800,3 +802,210 @@ def test_tree_exact_under_a_large_common_offset(offset):
     assert np.isfinite(value) and ref["value"] > 0
     assert abs(value - ref["value"]) <= 16 * U * ref["value"]
     assert np.max(np.abs(dz - ref["dz"])) <= 16 * U * np.max(np.abs(ref["dz"]))
+
+
+# --------------------------------------------------------------------------
+# the direct per-level sweep of the Hessian kernel (k <= DIRECT_LEVELS)
+# --------------------------------------------------------------------------
+
+
+@njit
+def _dd_step_compiled(acc, x, lev, above):
+    if above:
+        dd_step(acc, x, lev, True)
+    else:
+        dd_step(acc, x, lev, False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dd_step_is_its_specification(seed):
+    """The LLVM vector step gives the bits of the pure-Python specification
+    (per-lane TwoSum, 0.0 added to the lanes not selected), levels out of
+    the lane range included, and keeps every lane's double-double sum exact."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+    for above in (True, False):
+        acc = np.zeros(16)
+        spec = np.zeros(16)
+        exact = [Fraction(0)] * LANES
+        for _ in range(300):
+            x = float(rng.normal() * 10.0 ** rng.integers(-12, 13))
+            if rng.random() < 0.1:
+                x = float(rng.choice([0.0, -0.0]))
+            lev = int(rng.integers(-2, LANES + 3))
+            _dd_step_compiled(acc, x, lev, above)
+            dd_step(spec, x, lev, above)
+            for m in range(LANES):
+                if (lev > m) if above else (lev < m):
+                    exact[m] += Fraction(x)
+            np.testing.assert_array_equal(acc.view(np.int64), spec.view(np.int64))
+        for m in range(LANES):
+            # hi + lo is the exact sum up to the rounding of the lo additions
+            err = abs(Fraction(acc[m]) + Fraction(acc[LANES + m]) - exact[m])
+            assert err <= 300 * U * U * 1e13
+
+
+@njit
+def _counted_compiled(acc, x, xx, xxl, lev, above, squares):
+    if above and squares:
+        dd_step_counted(acc, x, xx, xxl, lev, True, True)
+    elif above:
+        dd_step_counted(acc, x, xx, xxl, lev, True, False)
+    elif squares:
+        dd_step_counted(acc, x, xx, xxl, lev, False, True)
+    else:
+        dd_step_counted(acc, x, xx, xxl, lev, False, False)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_dd_step_counted_is_its_specification(seed):
+    """Counts, sums and sums of squares of the value kernel's direct sweep:
+    the vector step's bits are the specification's, the counts exact, and
+    every lane's double-double sums within the accumulation bound of the
+    exact sums (squares as Dekker's exact hi + lo pairs)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+    for above in (True, False):
+        for squares in (True, False):
+            acc = np.zeros(5 * LANES)
+            spec = np.zeros(5 * LANES)
+            cnt = [0] * LANES
+            s1 = [Fraction(0)] * LANES
+            s2 = [Fraction(0)] * LANES
+            for _ in range(200):
+                x = float(rng.normal() * 10.0 ** rng.integers(-8, 9))
+                xx, xxl = kos._two_prod(x, x)
+                lev = int(rng.integers(-2, LANES + 3))
+                _counted_compiled(acc, x, xx, xxl, lev, above, squares)
+                dd_step_counted(spec, x, xx, xxl, lev, above, squares)
+                np.testing.assert_array_equal(acc.view(np.int64),
+                                              spec.view(np.int64))
+                for m in range(LANES):
+                    if (lev > m) if above else (lev < m):
+                        cnt[m] += 1
+                        s1[m] += Fraction(x)
+                        s2[m] += Fraction(x) * Fraction(x)
+            for m in range(LANES):
+                assert acc[m] == cnt[m]
+                got1 = Fraction(acc[LANES + m]) + Fraction(acc[2 * LANES + m])
+                assert abs(got1 - s1[m]) <= 200 * U * U * 1e9
+                got2 = Fraction(acc[3 * LANES + m]) + Fraction(acc[4 * LANES + m])
+                if squares:
+                    assert abs(got2 - s2[m]) <= 400 * U * U * 1e18
+                else:
+                    assert got2 == 0
+
+
+def test_count_prod_is_two_prod():
+    """Dekker's product split on one side only, for integer counts up to
+    2^26: exact, and the bits of _two_prod (whose error term is unique)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    cs = np.concatenate([[0, 1, 2, 3, 2**26 - 1, 2**26],
+                         rng.integers(0, 2**26 + 1, 400)]).astype(np.float64)
+    xs = rng.normal(size=cs.size) * 10.0 ** rng.integers(-300, 290, cs.size)
+    xs[:6] = [1.0, -0.0, np.pi, -1e280, 2.0**-1070, 3.0]
+    for c, x in zip(cs, xs):
+        p, e = kos._count_prod(c, x)
+        assert Fraction(p) + Fraction(e) == Fraction(c) * Fraction(x)
+        assert (p, e) == kos._two_prod(c, x)
+    p, e = kos._count_prod(3.0, 1e308)  # overflow: e = 0, as _two_prod
+    assert p == np.inf and e == 0.0
+
+
+@njit
+def _both_sweeps(zb, tb, lb, n, k, margin):
+    """gamma^+- of one sorted query by the direct sweep (if k <= LANES,
+    else NaN) and by the tree."""
+    acc = np.zeros(2 * LANES)
+    p = 1
+    while p < k:
+        p *= 2
+    th = np.zeros(2 * p)
+    tl = np.zeros(2 * p)
+    res = np.full((2, 4, n), np.nan)
+    if k <= LANES:
+        kos._hess_sweeps_direct(zb, tb, lb, n, margin, acc, res[0, 0],
+                                res[0, 1], res[0, 2], res[0, 3], zb, 0, 0, 0)
+    kos._hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, res[1, 0],
+                          res[1, 1], res[1, 2], res[1, 3], zb, 0, 0, 0)
+    return res
+
+
+@st.composite
+def threshold_instances(draw, max_queries=3, max_docs=16):
+    """Queries with exactly k levels, k on both sides of DIRECT_LEVELS (and
+    1, 2), scores and t either small integers (ties, differences equal to the
+    margin) or clusters at +-10^e, e up to 12; one-document queries."""
+    n_q = draw(st.integers(1, max_queries))
+    z, t, y, qid = [], [], [], []
+    d = kos.DIRECT_LEVELS
+    for q in range(n_q):
+        k = draw(st.sampled_from([1, 2, 3, d - 1, d, d + 1, d + 2, 2 * d + 1]))
+        m = draw(st.sampled_from([1, k, k + 1, max_docs])) if k > 1 else \
+            draw(st.integers(1, max_docs))
+        m = max(m, 1)
+        labels = list(range(k)) + draw(
+            st.lists(st.integers(0, k - 1), min_size=max(m - k, 0),
+                     max_size=max(m - k, 0)))
+        labels = draw(st.permutations(labels))[:m]
+        y += [3.0 * v - 7.0 for v in labels]  # levels are ranks, not labels
+        if draw(st.booleans()):
+            z += [float(v) for v in draw(
+                st.lists(st.integers(-3, 3), min_size=m, max_size=m))]
+            t += [float(v) for v in draw(
+                st.lists(st.integers(-5, 5), min_size=m, max_size=m))]
+        else:
+            n_c = draw(st.integers(1, 3))
+            zc = [draw(st.sampled_from([-1.0, 1.0])) * 10.0 ** draw(st.integers(0, 12))
+                  for _ in range(n_c)]
+            tc = [draw(st.sampled_from([-1.0, 1.0])) * 10.0 ** draw(st.integers(0, 12))
+                  for _ in range(n_c)]
+            for _ in range(m):
+                c = draw(st.integers(0, n_c - 1))
+                z.append(zc[c] + draw(st.integers(-4, 4)) / 2.0)
+                t.append(tc[c] + draw(st.floats(-3.0, 3.0)))
+        qid += [q] * m
+    margin = draw(st.sampled_from([1.0, 0.5, 2.0]))
+    as_arr = lambda v: np.asarray(v, dtype=np.float64)
+    return as_arr(z), as_arr(t), as_arr(y), np.asarray(qid, np.int64), margin
+
+
+@PROPERTY
+@given(threshold_instances())
+def test_direct_sweep_and_tree_equal_brute_force(inst):
+    """Per query, gamma^+- of the direct per-level sweep and of the
+    selection tree (the direct sweep where k <= LANES), both against math.fsum of the brute-force sets, within
+    the section's bound (8 u |gamma| + 32 (l_q + 16) u^2 sum |t_j|); bit for
+    bit equal for k <= 2, where the tree reads one leaf; and the kernel's
+    Hessian product within the bound of explicit pairs, whichever path its
+    k takes."""
+    z, t, y, qid, margin = inst
+    g = group_queries(qid)
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    for q in range(len(g.indptr) - 1):
+        idx = perm[g.indptr[q]:g.indptr[q + 1]]
+        n, k = len(idx), int(nlev[q])
+        zb, tb, lb = z[idx], t[idx], level[idx]
+        res = _both_sweeps(zb, tb, lb, n, k, margin)
+        zl, tl_, ll = zb.tolist(), tb.tolist(), lb.tolist()
+        for a in range(n):
+            up = [tl_[b] for b in range(n)
+                  if ll[b] > ll[a] and margin - (zl[b] - zl[a]) > 0.0]
+            dn = [tl_[b] for b in range(n)
+                  if ll[b] < ll[a] and margin - (zl[a] - zl[b]) > 0.0]
+            for terms, col in ((up, 0), (dn, 2)):
+                ref = math.fsum(terms)
+                w = math.fsum(abs(v) for v in terms)
+                bound = 8 * U * abs(ref) + 32 * (n + 16) * U * U * w
+                for path in ((0, 1) if k <= LANES else (1,)):
+                    got = res[path, col, a] + res[path, col + 1, a]
+                    assert abs(got - ref) <= bound, (path, col, a, got, ref)
+        if k <= 2:
+            np.testing.assert_array_equal(res[0], res[1])
+    check_tree_accuracy(z, t, y, qid, margin)

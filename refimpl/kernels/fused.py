@@ -45,9 +45,11 @@ Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 import numpy as np
 from numba import njit
 
+from ._ddlanes import LANES
 from ._simd import prefetch, row_dot
 from .ostree import (
     _hess_query,
+    _hess_scratch,
     _largest_query,
     _pow2_at_least,
     _prefetch_ahead,
@@ -154,8 +156,9 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
 
     Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1`` of ``X``):
     ``t_q = X_q s``, then the Hessian statistics of the selection tree on
-    that query (:func:`refimpl.kernels.ostree.hess_dz_selection_tree`,
-    double-double sums) give ``u_q = 2 A_q^T A_q t_q``, then
+    that query (:func:`refimpl.kernels.ostree.hess_dz_selection_tree`:
+    the direct per-level sweep up to eight levels, the selection tree
+    above, double-double sums) give ``u_q = 2 A_q^T A_q t_q``, then
     ``out += X_q^T u_q`` while ``X_q`` is in the cache.
 
     Parameters
@@ -184,11 +187,7 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
     pmax = _pow2_at_least(kmax)
     th = np.zeros(2 * pmax)
     tl = np.zeros(2 * pmax)
-    zb = np.empty(lmax)
-    tb = np.empty(lmax)
-    lb = np.empty(lmax, dtype=np.int64)
-    gh = np.empty(lmax)
-    gl = np.empty(lmax)
+    sc = _hess_scratch(lmax)
     out[:] = 0.0
     xf = X.reshape(-1)
     nq = len(indptr) - 1
@@ -204,8 +203,8 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
                 u[r] = 0.0
         else:
             pf = _hess_query(z, t, level, perm, lo, hi - lo, k, margin,
-                             l_plus, l_minus, u, th, tl, zb, tb, lb, gh, gl,
-                             xf, pf, pf_end, step)
+                             l_plus, l_minus, u, th, tl, sc, xf, pf, pf_end,
+                             step)
             pf = _rows_axpy(X, lo, hi, u, out, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)
@@ -221,7 +220,8 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
     X_q w``, the stable sort of the query by score
     (:func:`refimpl.kernels.ostree.sort_by_score`), the loss, counts and
     ``dz_q`` of the selection tree
-    (:func:`refimpl.kernels.ostree.value_dz_selection_tree`, double-double
+    (:func:`refimpl.kernels.ostree.value_dz_selection_tree`: the direct
+    per-level sweep up to eight levels, the tree above, double-double
     sums), then ``grad += X_q^T dz_q`` while ``X_q`` is in the cache.
 
     Parameters
@@ -261,6 +261,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
     s1l = np.zeros(2 * pmax)
     s2h = np.zeros(2 * pmax)
     s2l = np.zeros(2 * pmax)
+    acc = np.zeros(5 * LANES)
     zb = np.empty(lmax)
     zs = np.empty(lmax)
     lb = np.empty(lmax, dtype=np.int64)
@@ -288,8 +289,8 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
         else:
             vh, vl, pf = _value_dz_query(z, level, perm, lo, hi - lo, k,
                                          margin, l_plus, l_minus, dz, vh, vl,
-                                         cnt, s1h, s1l, s2h, s2l, zb, zs, lb,
-                                         rh, rl, xf, pf, pf_end, step)
+                                         cnt, s1h, s1l, s2h, s2l, acc, zb, zs,
+                                         lb, rh, rl, xf, pf, pf_end, step)
             pf = _rows_axpy(X, lo, hi, dz, grad, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)

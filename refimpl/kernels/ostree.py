@@ -33,6 +33,10 @@ the sort and the counts ``l^+-`` of the last function evaluation are
 reused and only the sums ``gamma^+-`` change.  Both keep their sums in
 double-double arithmetic, so the per-document coefficients are within a few
 ulps of the explicit-pairs result however widely a query's scores spread.
+For queries of at most :data:`DIRECT_LEVELS` levels (LETOR's 2-5) they
+replace the tree by a direct per-level sweep: one accumulator per level in
+the lanes of a vector (:mod:`refimpl.kernels._ddlanes`), O(l_q) per query,
+same membership tests and insertion order.
 
 Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 """
@@ -40,6 +44,7 @@ Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 import numpy as np
 from numba import njit
 
+from ._ddlanes import LANES, dd_step, dd_step_counted
 from ._simd import prefetch
 
 # --------------------------------------------------------------------------
@@ -460,6 +465,42 @@ def _dd_scale(c, ah, al):
     return h, e - (h - p)
 
 
+#: Counts below this bound (``2^26``) have at most 26 significant bits, so
+#: :func:`_count_prod` needs to split only the other factor.
+_SPLIT_FREE_COUNT = 67108864
+
+
+@njit(inline="always")
+def _count_prod(c, x):
+    """``p + e = c * x`` exactly for an integer ``0 <= c <= 2^26`` (as a float).
+
+    Dekker's product with the split ``c = c + 0`` (``c`` has at most 26
+    significant bits, so every partial product is exact): the bits of
+    :func:`_two_prod`'s, whose error term is unique, at a third of the
+    cost and without a branch (the loops that call it vectorise).  Exact
+    while ``|x| < 2^996``; a non-finite product gives ``e = 0``.
+    """
+    p = c * x
+    g = 134217729.0 * x
+    xh = g - (g - x)
+    xl = x - xh
+    e = (c * xh - p) + c * xl
+    return p, (e if np.isfinite(p) else 0.0)
+
+
+@njit(inline="always")
+def _dd_scale_count(c, ah, al, small):
+    """:func:`_dd_scale` for a count ``c``, bit for bit; ``small``: ``c <= 2^26``
+    is known, and the product takes :func:`_count_prod`."""
+    if small:
+        p, e = _count_prod(c, ah)
+    else:
+        p, e = _two_prod(c, ah)
+    e += c * al
+    h = p + e
+    return h, e - (h - p)
+
+
 @njit(inline="always")
 def _dd_insert(th, tl, m, x):
     """Add ``x`` to node ``m`` and its ancestors below the root, double-double.
@@ -504,18 +545,36 @@ def hess_dz_selection_tree(
     eq. 17 for a Hessian-vector product, where the active set (the scores
     ``z``, their order ``perm`` and the counts ``l^+-``) is fixed by the
     last function evaluation and only the sums ``gamma^+-(t)`` are new.
-    Per query: ``z``, ``t`` and ``level`` are gathered in score order into
-    contiguous buffers; the two sweeps of Algorithm 2 keep a selection tree
-    of sums only (no counts) and query it branch-free (a node's sibling,
-    or the always-zero slot 0 of the implicit array when the sibling is
-    not on the wanted side); then
+    Per query: ``z``, ``t``, ``level`` and ``l^+ + l^-`` are gathered in
+    score order into contiguous buffers; the two sweeps of Algorithm 2 keep
+    sums only (no counts), in one of two structures chosen by the number of
+    levels ``k_q``:
+
+    * ``k_q <= DIRECT_LEVELS`` (8; LETOR has 2-5): the direct per-level
+      sweep.  Eight double-double accumulators, the ``m``-th the sum of the
+      active ``t_j`` with level above ``m`` (upward sweep) or below ``m``
+      (downward sweep), advanced together by one vector step per insertion
+      (:func:`refimpl.kernels._ddlanes.dd_step`); ``gamma_i^+-`` is then the
+      single accumulator ``m = level_i``.  O(l_q) per query, as direct
+      counting (Lee & Lin 2014, section 2.1), but with the levels in the
+      lanes of one vector instead of a loop.
+    * more levels: the selection tree of sums, queried branch-free (a
+      node's sibling, or the always-zero slot 0 of the implicit array when
+      the sibling is not on the wanted side).  O(l_q log k_q).
+
+    Both add each active ``t_j`` to a double-double sum in the same (sweep)
+    order; the tree then combines up to ``log2 k_q`` node sums, the direct
+    sweep reads one, so for ``k_q <= 2`` the two are bit for bit the same.
+    Then
 
         out_i = 2 [(l_i^+ + l_i^-) t_i - gamma_i^+ - gamma_i^-]
               = 2 sum_{j in SV_i^+ u SV_i^-} (t_i - t_j)
 
-    is written in place.  O(l_q log k_q) per query after the sort; the only
-    scratch is a tree of ``2 p`` double-double sums and five buffers of the
-    longest query's length, allocated once per call.
+    is written in place, the product ``(l_i^+ + l_i^-) t_i`` exact
+    (:func:`_count_prod`).  The only scratch is the tree of ``2 p``
+    double-double sums, one row of eight for the direct sweep per document
+    of the longest query, and eight buffers of that length, allocated once
+    per call.
 
     Parameters
     ----------
@@ -537,7 +596,8 @@ def hess_dz_selection_tree(
     Notes
     -----
     Accuracy: the sums ``gamma^+-`` are kept in double-double (TwoSum into
-    every tree node) and the assembly is done in the same arithmetic, so
+    every tree node or accumulator) and the assembly is done in the same
+    arithmetic, so
     with ``u = 2^-53``
 
         |out_i - 2 sum_j (t_i - t_j)| <= u |out_i| + O(l_q u^2)
@@ -557,11 +617,7 @@ def hess_dz_selection_tree(
     # node sums hi + lo; slot 0 stays 0: the "no sibling" slot
     th = np.zeros(2 * pmax)
     tl = np.zeros(2 * pmax)
-    zb = np.empty(lmax)
-    tb = np.empty(lmax)
-    lb = np.empty(lmax, dtype=np.int64)
-    gh = np.empty(lmax)
-    gl = np.empty(lmax)
+    sc = _hess_scratch(lmax)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
@@ -571,26 +627,123 @@ def hess_dz_selection_tree(
                 out[order[a]] = 0.0
             continue
         _hess_query(z, t, level, perm, lo, hi - lo, k, margin, l_plus,
-                    l_minus, out, th, tl, zb, tb, lb, gh, gl, zb, 0, 0, 0)
+                    l_minus, out, th, tl, sc, th, 0, 0, 0)
+
+
+#: Queries with at most this many relevance levels take the direct
+#: per-level sweep of :func:`hess_dz_selection_tree` (one lane of an
+#: eight-wide double-double vector per level); more levels, the selection
+#: tree.  Measured on the 301,916 x 136 problem (5 levels), kernels alone:
+#: 0.64-0.72x the tree's time for the Hessian, 0.75x for value and gradient.
+#: The value kernel (:func:`_value_dz_query`) uses the same threshold.
+DIRECT_LEVELS = LANES
+
+
+@njit(inline="always")
+def _hess_scratch(lmax):
+    """Scratch of :func:`_hess_query` for queries of up to ``lmax`` documents.
+
+    A tuple ``(acc, zb, tb, lb, cb, gh, gl, mh, ml)``: the direct sweep's
+    ``LANES`` double-double accumulators (high parts, then errors) and the
+    per-document buffers in score order.
+    """
+    return (np.zeros(2 * LANES), np.empty(lmax), np.empty(lmax),
+            np.empty(lmax, dtype=np.int64), np.empty(lmax), np.empty(lmax),
+            np.empty(lmax), np.empty(lmax), np.empty(lmax))
 
 
 @njit(inline="always")
 def _hess_query(z, t, level, perm, lo, n, k, margin, l_plus, l_minus, out,
-                th, tl, zb, tb, lb, gh, gl, pfa, pf, pf_end, pf_step):
+                th, tl, sc, pfa, pf, pf_end, pf_step):
     """:func:`hess_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
     ``out`` at those indices.  Scratch: the tree ``th, tl`` (at least
-    ``2 p`` nodes, ``p = 2^ceil(log2 k)``, slot 0 zero) and ``zb, tb, lb,
-    gh, gl`` (at least ``n`` entries).  Shared with the one-pass kernel
-    :func:`refimpl.kernels.fused.hess_vec_one_pass`, which passes a prefetch
-    cursor as :func:`_value_dz_query` does; returns the cursor.
+    ``2 p`` nodes, ``p = 2^ceil(log2 k)``, slot 0 zero) and ``sc``
+    (:func:`_hess_scratch` of at least ``n``).  The direct per-level sweep
+    for ``k <= DIRECT_LEVELS``, the selection tree above.  Shared with the
+    one-pass kernel :func:`refimpl.kernels.fused.hess_vec_one_pass`, which
+    passes a prefetch cursor as :func:`_value_dz_query` does; returns the
+    cursor.
     """
+    acc, zb, tb, lb, cb, gh, gl, mh, ml = sc
     for a in range(n):
         j = perm[lo + a]
         zb[a] = z[j]
         tb[a] = t[j]
         lb[a] = level[j]
+        cb[a] = float(l_plus[j] + l_minus[j])
+    if k <= DIRECT_LEVELS:
+        pf = _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml,
+                                 pfa, pf, pf_end, pf_step)
+    else:
+        pf = _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh,
+                               ml, pfa, pf, pf_end, pf_step)
+    # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double, in score order
+    # (contiguous: the loop vectorises), then scattered
+    if n <= _SPLIT_FREE_COUNT:  # counts <= n - 1 < 2^26
+        for a in range(n):
+            ph, pl = _count_prod(cb[a], tb[a])
+            zb[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
+    else:
+        for a in range(n):
+            ph, pl = _two_prod(cb[a], tb[a])
+            zb[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
+    for a in range(n):
+        out[perm[lo + a]] = zb[a]
+    return pf
+
+
+@njit(inline="always")
+def _hess_assemble(ph, pl, g1, g1e, g2, g2e):
+    """``2 [(ph + pl) - (g1 + g1e) - (g2 + g2e)]``, double-double inside."""
+    s, e = _two_sum(ph, -g1)
+    e += pl - g1e
+    s2, e2 = _two_sum(s, -g2)
+    e2 += e - g2e
+    return 2.0 * (s2 + e2)
+
+
+@njit(inline="always")
+def _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml, pfa, pf,
+                        pf_end, pf_step):
+    """``gamma^+-`` of one query by the direct per-level sweep.
+
+    Lane ``m`` of ``acc`` (``LANES`` high parts, then their errors) holds
+    the double-double sum of ``t_j`` over the documents inserted so far
+    with level above ``m`` (upward sweep) or below ``m`` (downward sweep);
+    one vector step per insertion
+    (:func:`refimpl.kernels._ddlanes.dd_step`), and document ``a`` reads
+    lane ``level_a``.  The membership tests and the insertion order are the
+    tree's.
+    """
+    acc[:] = 0.0
+    b = 0
+    for a in range(n):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b < n and margin - (zb[b] - zi) > 0.0:
+            dd_step(acc, tb[b], lb[b], True)
+            b += 1
+        gh[a] = acc[lb[a]]
+        gl[a] = acc[LANES + lb[a]]
+    acc[:] = 0.0
+    b = n - 1
+    for a in range(n - 1, -1, -1):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        zi = zb[a]
+        while b >= 0 and margin - (zi - zb[b]) > 0.0:
+            dd_step(acc, tb[b], lb[b], False)
+            b -= 1
+        mh[a] = acc[lb[a]]
+        ml[a] = acc[LANES + lb[a]]
+    return pf
+
+
+@njit(inline="always")
+def _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh, ml, pfa,
+                      pf, pf_end, pf_step):
+    """``gamma^+-`` of one query by the selection tree (any ``k``)."""
     p = _pow2_at_least(k)
     # ---- gamma^+ : increasing z, right siblings met from a left child --
     th[1 : 2 * p] = 0.0
@@ -616,14 +769,8 @@ def _hess_query(z, t, level, perm, lo, n, k, margin, l_plus, l_minus, out,
             _dd_insert(th, tl, p + lb[b], tb[b])
             b -= 1
         g, ge = _dd_siblings(th, tl, p + lb[a], False)
-        i = perm[lo + a]
-        # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double
-        ph, pl = _two_prod(float(l_plus[i] + l_minus[i]), tb[a])
-        s, e = _two_sum(ph, -gh[a])
-        e += pl - gl[a]
-        s2, e2 = _two_sum(s, -g)
-        e2 += e - ge
-        out[i] = 2.0 * (s2 + e2)
+        mh[a] = g
+        ml[a] = ge
     return pf
 
 
@@ -646,7 +793,12 @@ def value_dz_selection_tree(
     membership tests, hence the same counts); the tree nodes hold the
     count and double-double sums of ``z_j`` and ``z_j^2`` (of ``z_j - sh``
     when that shift by the query's median score is exact for every
-    document, which removes a common offset; else ``sh = 0``).  Each ``i`` of
+    document, which removes a common offset; else ``sh = 0``).  Queries of
+    at most ``DIRECT_LEVELS`` levels keep them instead per level, in the
+    lanes of :func:`refimpl.kernels._ddlanes.dd_step_counted` (the sums
+    over the levels above, resp. below, each lane's level: one lane read
+    per document, as the direct sweep of :func:`hess_dz_selection_tree`;
+    bit for bit the tree's for ``k_q <= 2``).  Each ``i`` of
     the upward sweep gets, from the ``c = l_i^+`` active ``j`` above its
     level and ``a = margin + z_i`` (exact as a double-double),
 
@@ -692,6 +844,7 @@ def value_dz_selection_tree(
     s1l = np.zeros(2 * pmax)
     s2h = np.zeros(2 * pmax)
     s2l = np.zeros(2 * pmax)
+    acc = np.zeros(5 * LANES)
     zb = np.empty(lmax)
     zs = np.empty(lmax)
     lb = np.empty(lmax, dtype=np.int64)
@@ -713,22 +866,25 @@ def value_dz_selection_tree(
             continue
         vh, vl, _ = _value_dz_query(z, level, perm, lo, n, k, margin, l_plus,
                                     l_minus, dz, vh, vl, cnt, s1h, s1l, s2h,
-                                    s2l, zb, zs, lb, rh, rl, zb, 0, 0, 0)
+                                    s2l, acc, zb, zs, lb, rh, rl, zb, 0, 0, 0)
     return vh + vl
 
 
 @njit(inline="always")
 def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
-                    vh, vl, cnt, s1h, s1l, s2h, s2l, zb, zs, lb, rh, rl,
-                    pfa, pf, pf_end, pf_step):
+                    vh, vl, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb, rh,
+                    rl, pfa, pf, pf_end, pf_step):
     """:func:`value_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
     ``l_plus``, ``l_minus`` and ``dz`` at those indices and returns the
     double-double loss ``vh + vl`` with this query's terms added, and the
     prefetch cursor.  Scratch: the tree ``cnt, s1h, s1l, s2h, s2l`` (at
-    least ``2 p`` nodes, slot 0 zero) and ``zb, zs, lb, rh, rl`` (at least
-    ``n`` entries).  Shared with the one-pass kernel
+    least ``2 p`` nodes, slot 0 zero), the direct sweep's ``acc`` (``5
+    LANES``: counts, double-double sums and sums of squares per level,
+    :func:`refimpl.kernels._ddlanes.dd_step_counted`; used when ``k <=
+    DIRECT_LEVELS``, as in :func:`_hess_query`) and ``zb, zs, lb, rh, rl``
+    (at least ``n`` entries).  Shared with the one-pass kernel
     :func:`refimpl.kernels.fused.value_grad_one_pass`, which passes the
     prefetch cursor ``pfa[pf:pf_end]`` (:func:`_prefetch_ahead`, advanced
     by ``pf_step`` elements per document and sweep); ``pf_step = 0``
@@ -754,7 +910,10 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
     p = 1
     while p < k:
         p *= 2
+    direct = k <= DIRECT_LEVELS  # lanes per level; else the tree
+    small = n <= _SPLIT_FREE_COUNT  # counts < 2^26: _count_prod
     # ---- l^+, rho^+, V : increasing z, right siblings ----------------
+    acc[:] = 0.0
     cnt[1 : 2 * p] = 0
     s1h[1 : 2 * p] = 0.0
     s1l[1 : 2 * p] = 0.0
@@ -768,6 +927,9 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
             m = p + lb[b]
             zj = zs[b]
             qh, ql = _two_prod(zj, zj)
+            if direct:
+                dd_step_counted(acc, zj, qh, ql, lb[b], True, True)
+                m = 1
             while m > 1:  # the root is never read
                 cnt[m] += 1
                 s, e = _two_sum(s1h[m], zj)
@@ -784,6 +946,13 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         g2 = 0.0
         g2e = 0.0
         m = p + lb[a]
+        if direct:  # one lane: the levels above lb[a]
+            c = int(acc[lb[a]])
+            g1 = acc[LANES + lb[a]]
+            g1e = acc[2 * LANES + lb[a]]
+            g2 = acc[3 * LANES + lb[a]]
+            g2e = acc[4 * LANES + lb[a]]
+            m = 1
         while m > 1:
             sib = (m + 1) * (1 - (m & 1))
             c += cnt[sib]
@@ -802,7 +971,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
             continue
         ah, al = _two_sum(margin, zs[a])
         cf = float(c)
-        ph, pl = _dd_scale(cf, ah, al)  # c a
+        ph, pl = _dd_scale_count(cf, ah, al, small)  # c a
         g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
         rh[a], rl[a] = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
         # V = a (c a - 2 S1) + S2
@@ -811,6 +980,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         xh, xl = _dd_add(xh, xl, g2, g2e)
         vh, vl = _dd_add(vh, vl, xh, xl)
     # ---- l^-, rho^- : decreasing z, left siblings ---------------------
+    acc[: 3 * LANES] = 0.0
     cnt[1 : 2 * p] = 0
     s1h[1 : 2 * p] = 0.0
     s1l[1 : 2 * p] = 0.0
@@ -821,6 +991,9 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         while b >= 0 and margin - (zi - zb[b]) > 0.0:
             m = p + lb[b]
             zj = zs[b]
+            if direct:
+                dd_step_counted(acc, zj, 0.0, 0.0, lb[b], False, False)
+                m = 1
             while m > 1:  # the root is never read
                 cnt[m] += 1
                 s, e = _two_sum(s1h[m], zj)
@@ -832,6 +1005,11 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         g1 = 0.0
         g1e = 0.0
         m = p + lb[a]
+        if direct:  # one lane: the levels below lb[a]
+            c = int(acc[lb[a]])
+            g1 = acc[LANES + lb[a]]
+            g1e = acc[2 * LANES + lb[a]]
+            m = 1
         while m > 1:
             sib = (m - 1) * (m & 1)
             c += cnt[sib]
@@ -843,7 +1021,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         l_minus[i] = c
         # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
         dh, dl = _two_sum(margin, -zs[a])
-        ph, pl = _dd_scale(float(c), dh, dl)
+        ph, pl = _dd_scale_count(float(c), dh, dl, small)
         ph, pl = _dd_add(ph, pl, g1, g1e)
         ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
         dz[i] = 2.0 * (ph + pl)

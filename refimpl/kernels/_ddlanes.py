@@ -1,0 +1,237 @@
+"""Eight double-double accumulators advanced in one vector step (direct sweeps).
+
+``dd_step(acc, x, lev, above)`` adds ``x`` to every one of the eight
+double-double accumulators ``m = 0 .. 7`` in ``acc`` (high parts
+``acc[0:8]``, their accumulated errors ``acc[8:16]``) with ``lev > m``
+(``above``) or ``lev < m`` (not ``above``), and ``0.0`` to the others, by
+Knuth's TwoSum:
+
+    v_m = x if (lev > m, resp. lev < m) else 0.0
+    s_m = h_m + v_m;  b_m = s_m - h_m
+    h'_m = s_m;  l'_m = l_m + ((h_m - (s_m - b_m)) + (v_m - b_m))
+
+Adding ``0.0`` is exact (``s = h``, error ``0``; only a ``-0.0`` high part
+turns into ``+0.0``), so each accumulator is the double-double sum, in
+insertion order, of the values it should receive.  A numba loop over the
+eight lanes stays scalar (LLVM does not vectorise it without
+``fastmath``); the intrinsic writes the ``<8 x double>`` operations in LLVM
+IR with the same per-lane IEEE additions (no FMA, no reassociation), so
+the bits are those of the pure-Python specification below on every
+machine.  No bounds are checked: ``acc`` must hold at least 16 values.
+
+Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import intrinsic, overload
+
+LANES = 8
+
+
+def dd_step(acc, x, lev, above):
+    """Reference: the per-lane TwoSum of the module docstring."""
+    for m in range(LANES):
+        v = float(x) if ((lev > m) if above else (lev < m)) else 0.0
+        h = float(acc[m])
+        s = h + v
+        b = s - h
+        acc[LANES + m] = float(acc[LANES + m]) + ((h - (s - b)) + (v - b))
+        acc[m] = s
+
+
+def _make(above):
+    @intrinsic
+    def _ir(typingctx, acc, x, lev):
+        if not (isinstance(acc, types.Array) and acc.ndim == 1
+                and acc.layout == "C" and acc.dtype == types.float64
+                and isinstance(x, types.Float) and isinstance(lev, types.Integer)):
+            raise TypingError("dd_step needs a C-contiguous float64 vector, "
+                              "a float and an integer level")
+        sig = types.void(acc, x, lev)
+
+        def codegen(context, builder, signature, args):
+            aty, xty, lty = signature.args
+            arr = context.make_array(aty)(context, builder, args[0])
+            i64 = ir.IntType(64)
+            i32 = ir.IntType(32)
+            xv = context.cast(builder, args[1], xty, types.float64)
+            lv = context.cast(builder, args[2], lty, types.int64)
+            dbl = ir.DoubleType()
+            vec = ir.VectorType(dbl, LANES)
+            ivec = ir.VectorType(i64, LANES)
+            vptr = vec.as_pointer()
+            hp = builder.bitcast(arr.data, vptr)
+            lp = builder.bitcast(builder.gep(arr.data, [ir.Constant(i64, LANES)]),
+                                 vptr)
+            h = builder.load(hp, align=8)
+            lo = builder.load(lp, align=8)
+            undef_d = ir.Constant(vec, ir.Undefined)
+            undef_i = ir.Constant(ivec, ir.Undefined)
+            splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+            xs = builder.shuffle_vector(
+                builder.insert_element(undef_d, xv, i32(0)), undef_d, splat)
+            ls = builder.shuffle_vector(
+                builder.insert_element(undef_i, lv, i32(0)), undef_i, splat)
+            idx = ir.Constant(ivec, list(range(LANES)))
+            mask = builder.icmp_signed(">" if above else "<", ls, idx)
+            v = builder.select(mask, xs, ir.Constant(vec, [0.0] * LANES))
+            s = builder.fadd(h, v)
+            b = builder.fsub(s, h)
+            e = builder.fadd(builder.fsub(h, builder.fsub(s, b)),
+                             builder.fsub(v, b))
+            builder.store(s, hp, align=8)
+            builder.store(builder.fadd(lo, e), lp, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _ir
+
+
+_step_above_ir = _make(True)
+_step_below_ir = _make(False)
+
+
+@overload(dd_step, inline="always")
+def _dd_step_overload(acc, x, lev, above):
+    if not isinstance(above, types.BooleanLiteral):
+        raise TypingError("dd_step: 'above' must be a literal True or False")
+    if above.literal_value:
+        def impl(acc, x, lev, above):
+            _step_above_ir(acc, x, lev)
+    else:
+        def impl(acc, x, lev, above):
+            _step_below_ir(acc, x, lev)
+    return impl
+
+
+def dd_step_counted(acc, x, xx, xxl, lev, above, squares):
+    """Reference: counts, sums and (if ``squares``) sums of squares.
+
+    ``acc`` holds five groups of eight lanes: counts ``acc[0:8]`` (exact
+    integers as floats), the double-double sums of ``x`` (``acc[8:16]``
+    high, ``acc[16:24]`` errors) and of ``xx + xxl`` (``acc[24:32]`` high,
+    ``acc[32:40]`` errors; with ``squares`` only).  Lane ``m`` is selected
+    as in :func:`dd_step`; unselected lanes receive ``0.0`` everywhere.
+    """
+    for m in range(LANES):
+        sel = (lev > m) if above else (lev < m)
+        acc[m] = float(acc[m]) + (1.0 if sel else 0.0)
+        v = float(x) if sel else 0.0
+        h = float(acc[LANES + m])
+        s = h + v
+        b = s - h
+        acc[2 * LANES + m] = float(acc[2 * LANES + m]) + ((h - (s - b)) + (v - b))
+        acc[LANES + m] = s
+        if squares:
+            v = float(xx) if sel else 0.0
+            vl = float(xxl) if sel else 0.0
+            h = float(acc[3 * LANES + m])
+            s = h + v
+            b = s - h
+            acc[4 * LANES + m] = float(acc[4 * LANES + m]) + (
+                ((h - (s - b)) + (v - b)) + vl)
+            acc[3 * LANES + m] = s
+
+
+def _make_counted(above, squares):
+    @intrinsic
+    def _ir(typingctx, acc, x, xx, xxl, lev):
+        if not (isinstance(acc, types.Array) and acc.ndim == 1
+                and acc.layout == "C" and acc.dtype == types.float64
+                and isinstance(x, types.Float) and isinstance(xx, types.Float)
+                and isinstance(xxl, types.Float)
+                and isinstance(lev, types.Integer)):
+            raise TypingError("dd_step_counted needs a C-contiguous float64 "
+                              "vector, three floats and an integer level")
+        sig = types.void(acc, x, xx, xxl, lev)
+
+        def codegen(context, builder, signature, args):
+            aty, xty, qty, qlty, lty = signature.args
+            arr = context.make_array(aty)(context, builder, args[0])
+            i64 = ir.IntType(64)
+            i32 = ir.IntType(32)
+            dbl = ir.DoubleType()
+            vec = ir.VectorType(dbl, LANES)
+            ivec = ir.VectorType(i64, LANES)
+            vptr = vec.as_pointer()
+            undef_d = ir.Constant(vec, ir.Undefined)
+            undef_i = ir.Constant(ivec, ir.Undefined)
+            splat_mask = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+            zeros = ir.Constant(vec, [0.0] * LANES)
+
+            def splat(v, undef):
+                return builder.shuffle_vector(
+                    builder.insert_element(undef, v, i32(0)), undef, splat_mask)
+
+            def ptr(group):
+                return builder.bitcast(
+                    builder.gep(arr.data, [ir.Constant(i64, group * LANES)]), vptr)
+
+            lv = context.cast(builder, args[4], lty, types.int64)
+            idx = ir.Constant(ivec, list(range(LANES)))
+            mask = builder.icmp_signed(">" if above else "<",
+                                       splat(lv, undef_i), idx)
+            cp = ptr(0)
+            one = builder.select(mask, ir.Constant(vec, [1.0] * LANES), zeros)
+            builder.store(builder.fadd(builder.load(cp, align=8), one), cp,
+                          align=8)
+
+            def two_sum_into(hgroup, lgroup, val, extra):
+                hp, lp = ptr(hgroup), ptr(lgroup)
+                h = builder.load(hp, align=8)
+                lo = builder.load(lp, align=8)
+                v = builder.select(mask, splat(val, undef_d), zeros)
+                s = builder.fadd(h, v)
+                b = builder.fsub(s, h)
+                e = builder.fadd(builder.fsub(h, builder.fsub(s, b)),
+                                 builder.fsub(v, b))
+                if extra is not None:
+                    e = builder.fadd(e, builder.select(
+                        mask, splat(extra, undef_d), zeros))
+                builder.store(s, hp, align=8)
+                builder.store(builder.fadd(lo, e), lp, align=8)
+
+            two_sum_into(1, 2, context.cast(builder, args[1], xty, types.float64),
+                         None)
+            if squares:
+                two_sum_into(3, 4,
+                             context.cast(builder, args[2], qty, types.float64),
+                             context.cast(builder, args[3], qlty, types.float64))
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _ir
+
+
+_counted_irs = {(a, s): _make_counted(a, s) for a in (True, False)
+                for s in (True, False)}
+_counted_tt = _counted_irs[True, True]
+_counted_tf = _counted_irs[True, False]
+_counted_ft = _counted_irs[False, True]
+_counted_ff = _counted_irs[False, False]
+
+
+@overload(dd_step_counted, inline="always")
+def _dd_step_counted_overload(acc, x, xx, xxl, lev, above, squares):
+    if not (isinstance(above, types.BooleanLiteral)
+            and isinstance(squares, types.BooleanLiteral)):
+        raise TypingError("dd_step_counted: 'above' and 'squares' must be "
+                          "literal booleans")
+    key = (above.literal_value, squares.literal_value)
+    if key == (True, True):
+        def impl(acc, x, xx, xxl, lev, above, squares):
+            _counted_tt(acc, x, xx, xxl, lev)
+    elif key == (True, False):
+        def impl(acc, x, xx, xxl, lev, above, squares):
+            _counted_tf(acc, x, xx, xxl, lev)
+    elif key == (False, True):
+        def impl(acc, x, xx, xxl, lev, above, squares):
+            _counted_ft(acc, x, xx, xxl, lev)
+    else:
+        def impl(acc, x, xx, xxl, lev, above, squares):
+            _counted_ff(acc, x, xx, xxl, lev)
+    return impl
