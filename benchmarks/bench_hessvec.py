@@ -234,8 +234,9 @@ def matvec_datasets():
 
 def hessvec_vs_matvecs(args):
     print("\n[2] One pass over X: hess_vec and value+grad (tree backend, "
-          "selection tree) as multiples of two dense BLAS mat-vecs X v + X^T u "
-          "(goal for hess_vec: <= 0.6x)")
+          "selection tree; vector lanes below nine levels) as multiples "
+          "of two dense BLAS mat-vecs X v + X^T u (goal for hess_vec: "
+          "<= 0.6x)")
     for name, X, y, qid, C in matvec_datasets():
         matvec_case(name, X, y, qid, C, args.rounds)
 
