@@ -19,11 +19,14 @@ import sys
 import tempfile
 import time
 import urllib.request
+from io import BytesIO
 from pathlib import Path
 
+from PIL import Image
 from tornado.websocket import websocket_connect
 
 WIDTH = 1280
+TILE = 2048           # height of one capture, px
 BUDGET_S = 8          # time for fonts, images and scripts after the load event
 
 
@@ -53,9 +56,18 @@ async def _capture(ws_url, url, out):
     await call("Emulation.setDeviceMetricsOverride", width=WIDTH,
                height=int(height), deviceScaleFactor=1, mobile=False)
     await asyncio.sleep(1)
-    shot = await call("Page.captureScreenshot", format="png",
-                      captureBeyondViewport=True)
-    out.write_bytes(base64.b64decode(shot["data"]))
+    # in tiles: one capture of a whole long page comes out shifted sideways
+    # by a varying amount (the sidebar cut off), tiles of the laid-out page
+    # do not
+    page = Image.new("RGB", (WIDTH, int(height)), "white")
+    for y in range(0, int(height), TILE):
+        shot = await call("Page.captureScreenshot", format="png",
+                          captureBeyondViewport=False,
+                          clip={"x": 0, "y": y, "width": WIDTH,
+                                "height": min(TILE, int(height) - y),
+                                "scale": 1})
+        page.paste(Image.open(BytesIO(base64.b64decode(shot["data"]))), (0, y))
+    page.save(out)
     ws.close()
     return int(height)
 
