@@ -14,7 +14,7 @@ from refimpl.kernels import direct_count as kdc
 from refimpl.kernels import ostree as kos
 from refimpl.kernels import prsvm as kpr
 from refimpl.kernels import squared_hinge as ksh
-from refimpl.kernels._ddlanes import LANES, dd_step, dd_step_counted
+from refimpl.kernels._ddlanes import LANES, dd_prefix, dd_step, dd_step_counted
 from refimpl.losses._tree_backend import _TreeBackend
 from refimpl.losses.squared_hinge import _PairsBackend
 from refimpl.pairs import preference_pairs
@@ -315,8 +315,11 @@ def fused_inputs(z, y, qid, margin):
 
 
 def run_fused(f, z, t, level, nlev, perm, g, margin, lp, lm):
+    """The Hessian kernel ``f`` with the sweeps' windows of ``z``."""
+    reach = np.zeros((2, len(z)), dtype=np.int64)
+    kos.sweep_reach(z, perm, nlev, g.indptr, margin, reach)
     out = np.full(len(z), np.nan)
-    f(z, t, level, nlev, perm, g.order, g.indptr, margin, lp, lm, out)
+    f(t, level, nlev, perm, g.order, g.indptr, reach, lp, lm, out)
     return out
 
 
@@ -400,6 +403,41 @@ def test_fused_hess_single_document_and_single_level_queries():
         expected[i] += 2 * (t[i] - t[j])
         expected[j] -= 2 * (t[i] - t[j])
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_hess_query_longer_than_the_prefix_scratch():
+    """A query of more than PREFIX_DOCS documents and 5 levels takes the
+    running direct sweep, a shorter one the prefix form: both within the
+    unfused path's error of its result, and the short queries' results
+    unchanged by the long one beside them."""
+    rng = np.random.default_rng(3)
+    n_long = kos.PREFIX_DOCS + 500
+    qid = np.r_[np.zeros(n_long, np.int64), np.ones(300, np.int64)]
+    y = rng.integers(0, 5, len(qid)).astype(np.float64)
+    z = rng.normal(size=len(qid)) * 3.0
+    t = rng.normal(size=len(qid))
+    g = group_queries(qid)
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    n = len(z)
+    lp, lm, dz = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    reach = np.zeros((2, n), np.int64)
+    kos.value_dz_selection_tree(z, level, nlev, perm, g.order, g.indptr, 1.0,
+                                lp, lm, dz, reach)
+    got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
+                    1.0, lp, lm)
+    ref = unfused_selection_tree(z, t, level, nlev, perm, g, 1.0)
+    scale = float(np.max((lp + lm) * np.abs(t)))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * scale)
+    short = qid == 1
+    g1 = group_queries(qid[short])
+    lev1, nl1 = query_levels(y[short], g1.order, g1.indptr)
+    p1 = np.empty(short.sum(), dtype=np.int64)
+    kos.sort_by_score(z[short], g1.order, g1.indptr, p1)
+    alone = run_fused(kos.hess_dz_selection_tree, z[short], t[short], lev1,
+                      nl1, p1, g1, 1.0, lp[short], lm[short])
+    np.testing.assert_array_equal(got[short], alone)
 
 
 def test_fused_hess_many_levels_deep_tree():
@@ -762,12 +800,14 @@ def test_fused_value_dz_equals_py_func(seed):
     outs = []
     for f in (kos.value_dz_selection_tree, kos.value_dz_selection_tree.py_func):
         lp, lm, dz = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-        v = f(z, level, nlev, perm, g.order, g.indptr, 1.0, lp, lm, dz)
-        outs.append((v, lp, lm, dz))
+        reach = np.zeros((2, n), np.int64)
+        v = f(z, level, nlev, perm, g.order, g.indptr, 1.0, lp, lm, dz, reach)
+        outs.append((v, lp, lm, dz, reach))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-12)
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
     np.testing.assert_array_equal(outs[0][2], outs[1][2])
     np.testing.assert_allclose(outs[0][3], outs[1][3], rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(outs[0][4], outs[1][4])
 
 
 def test_compensated_helpers_are_exact():
@@ -847,6 +887,73 @@ def test_dd_step_is_its_specification(seed):
 
 
 @njit
+def _dd_prefix_compiled(P, x, lev, n, above):
+    if above:
+        dd_prefix(P, x, lev, n, True)
+    else:
+        dd_prefix(P, x, lev, n, False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dd_prefix_is_its_specification(seed):
+    """Every state of the register-held prefix loop has the bits of the
+    pure-Python specification (dd_step's states in turn), in both
+    directions, for n = 0, 1 and longer runs; int32 and int64 levels;
+    entries of P beyond row n untouched."""
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 7, 300):
+        x = rng.normal(size=n) * 10.0 ** rng.integers(-12, 13, n)
+        x[rng.random(n) < 0.1] = -0.0
+        for dtype in (np.int64, np.int32):
+            lev = rng.integers(-2, LANES + 3, n).astype(dtype)
+            for above in (True, False):
+                got = np.full((n + 2) * 2 * LANES, 7.0)
+                spec = got.copy()
+                _dd_prefix_compiled(got, x, lev, n, above)
+                dd_prefix(spec, x, lev, n, above)
+                np.testing.assert_array_equal(got.view(np.int64),
+                                              spec.view(np.int64))
+                np.testing.assert_array_equal(got[(n + 1) * 2 * LANES:], 7.0)
+                # the last state is the running dd_step's
+                acc = np.zeros(2 * LANES)
+                for b in (range(n) if above else range(n - 1, -1, -1)):
+                    _dd_step_compiled(acc, float(x[b]), int(lev[b]), above)
+                row = n if above else 0
+                np.testing.assert_array_equal(
+                    got[row * 2 * LANES:(row + 1) * 2 * LANES].view(np.int64),
+                    acc.view(np.int64))
+
+
+@PROPERTY
+@given(instances())
+def test_sweep_reach_equals_brute_force_and_value_kernel(inst):
+    """The sweeps' windows: counts of the membership tests over the query
+    (brute force), and the value kernel records the same ones."""
+    z, _, y, qid, margin = inst
+    g, level, nlev, perm, _, _ = fused_inputs(z, y, qid, margin)
+    n = len(z)
+    reach = np.full((2, n), -1, dtype=np.int64)
+    kos.sweep_reach(z, perm, nlev, g.indptr, margin, reach)
+    zl = z.tolist()
+    for q in range(len(g.indptr) - 1):
+        lo, hi = g.indptr[q], g.indptr[q + 1]
+        if nlev[q] <= 1:
+            assert np.all(reach[:, lo:hi] == -1)
+            continue
+        docs = perm[lo:hi].tolist()
+        for a, i in enumerate(docs):
+            assert reach[0, lo + a] == sum(
+                margin - (zl[j] - zl[i]) > 0.0 for j in docs)
+            assert reach[1, lo + a] == (hi - lo) - sum(
+                margin - (zl[i] - zl[j]) > 0.0 for j in docs)
+    got = np.full((2, n), -1, dtype=np.int64)
+    kos.value_dz_selection_tree(z, level, nlev, perm, g.order, g.indptr,
+                                margin, np.empty(n, np.int64),
+                                np.empty(n, np.int64), np.empty(n), got)
+    np.testing.assert_array_equal(got, reach)
+
+
+@njit
 def _counted_compiled(acc, x, xx, xxl, lev, above, squares):
     if above and squares:
         dd_step_counted(acc, x, xx, xxl, lev, True, True)
@@ -918,19 +1025,34 @@ def test_count_prod_is_two_prod():
 
 @njit
 def _both_sweeps(zb, tb, lb, n, k, margin):
-    """gamma^+- of one sorted query by the direct sweep (if k <= LANES,
-    else NaN) and by the tree."""
+    """gamma^+- of one sorted query by the direct sweep in its prefix form
+    and running (if k <= LANES, else NaN) and by the tree, with the windows
+    of the sweeps' membership tests."""
+    up = np.empty(n, dtype=np.int64)
+    down = np.empty(n, dtype=np.int64)
+    for a in range(n):
+        up[a] = 0
+        down[a] = n
+        for b in range(n):
+            if margin - (zb[b] - zb[a]) > 0.0:
+                up[a] = b + 1
+        for b in range(n - 1, -1, -1):
+            if margin - (zb[a] - zb[b]) > 0.0:
+                down[a] = b
     acc = np.zeros(2 * LANES)
+    P = np.empty((n + 1) * 2 * LANES)
     p = 1
     while p < k:
         p *= 2
     th = np.zeros(2 * p)
     tl = np.zeros(2 * p)
-    res = np.full((2, 4, n), np.nan)
+    res = np.full((3, 4, n), np.nan)
     if k <= LANES:
-        kos._hess_sweeps_direct(zb, tb, lb, n, margin, acc, res[0, 0],
-                                res[0, 1], res[0, 2], res[0, 3], zb, 0, 0, 0)
-    kos._hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, res[1, 0],
+        kos._hess_prefix_direct(tb, lb, n, up, down, P, res[0, 0], res[0, 1],
+                                res[0, 2], res[0, 3], zb, 0, 0, 0)
+        kos._hess_sweeps_direct(tb, lb, n, up, down, acc, res[2, 0],
+                                res[2, 1], res[2, 2], res[2, 3], zb, 0, 0, 0)
+    kos._hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, res[1, 0],
                           res[1, 1], res[1, 2], res[1, 3], zb, 0, 0, 0)
     return res
 
@@ -978,7 +1100,8 @@ def threshold_instances(draw, max_queries=3, max_docs=16):
 @given(threshold_instances())
 def test_direct_sweep_and_tree_equal_brute_force(inst):
     """Per query, gamma^+- of the direct per-level sweep and of the
-    selection tree (the direct sweep where k <= LANES), both against math.fsum of the brute-force sets, within
+    selection tree (the direct sweep where k <= LANES; its prefix form and
+    its running form bit for bit equal), both against math.fsum of the brute-force sets, within
     the section's bound (8 u |gamma| + 32 (l_q + 16) u^2 sum |t_j|); bit for
     bit equal for k <= 2, where the tree reads one leaf; and the kernel's
     Hessian product within the bound of explicit pairs, whichever path its
@@ -1006,6 +1129,8 @@ def test_direct_sweep_and_tree_equal_brute_force(inst):
                 for path in ((0, 1) if k <= LANES else (1,)):
                     got = res[path, col, a] + res[path, col + 1, a]
                     assert abs(got - ref) <= bound, (path, col, a, got, ref)
+        if k <= LANES:  # the prefix form and the running sweep: same states
+            np.testing.assert_array_equal(res[0], res[2])
         if k <= 2:
             np.testing.assert_array_equal(res[0], res[1])
     check_tree_accuracy(z, t, y, qid, margin)

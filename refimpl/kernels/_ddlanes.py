@@ -19,11 +19,22 @@ IR with the same per-lane IEEE additions (no FMA, no reassociation), so
 the bits are those of the pure-Python specification below on every
 machine.  No bounds are checked: ``acc`` must hold at least 16 values.
 
+``dd_prefix(P, x, lev, n, above)`` runs the same step over ``x[0:n]`` and
+records every state: row ``b + 1`` of ``P`` (rows of sixteen values: the
+eight high parts, then the eight errors) is the state after the first
+``b + 1`` steps in increasing order (``above``), row ``0`` zeros; or, not
+``above``, row ``b`` the state after the steps ``n - 1, ..., b`` in
+decreasing order, row ``n`` zeros.  The accumulators stay in registers
+across the loop (one vector addition per element on the dependency
+chain, instead of a store and a reload per step), and each state is the
+one :func:`dd_step` would reach after the same insertions, bit for bit.
+
 Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload
 
@@ -234,4 +245,111 @@ def _dd_step_counted_overload(acc, x, xx, xxl, lev, above, squares):
     else:
         def impl(acc, x, xx, xxl, lev, above, squares):
             _counted_ff(acc, x, xx, xxl, lev)
+    return impl
+
+
+def dd_prefix(P, x, lev, n, above):
+    """Reference: every state of :func:`dd_step` over ``x[:n]``, in rows of ``P``."""
+    width = 2 * LANES
+    acc = [0.0] * width
+    first = 0 if above else n
+    for m in range(width):
+        P[first * width + m] = 0.0
+    for b in (range(n) if above else range(n - 1, -1, -1)):
+        dd_step(acc, x[b], lev[b], above)
+        row = b + 1 if above else b
+        for m in range(width):
+            P[row * width + m] = acc[m]
+
+
+def _make_prefix(above):
+    @intrinsic
+    def _ir(typingctx, P, x, lev, n):
+        if not (isinstance(P, types.Array) and P.ndim == 1 and P.layout == "C"
+                and P.dtype == types.float64
+                and isinstance(x, types.Array) and x.ndim == 1
+                and x.layout == "C" and x.dtype == types.float64
+                and isinstance(lev, types.Array) and lev.ndim == 1
+                and lev.layout == "C" and isinstance(lev.dtype, types.Integer)
+                and isinstance(n, types.Integer)):
+            raise TypingError("dd_prefix needs C-contiguous float64 P and x, "
+                              "an integer level vector and an integer n")
+        sig = types.void(P, x, lev, n)
+
+        def codegen(context, builder, signature, args):
+            pty, xty, lty, nty = signature.args
+            pa = context.make_array(pty)(context, builder, args[0])
+            xa = context.make_array(xty)(context, builder, args[1])
+            la = context.make_array(lty)(context, builder, args[2])
+            intp = context.get_value_type(types.intp)
+            nv = context.cast(builder, args[3], nty, types.intp)
+            i32 = ir.IntType(32)
+            i64 = ir.IntType(64)
+            vec = ir.VectorType(ir.DoubleType(), LANES)
+            ivec = ir.VectorType(i64, LANES)
+            vptr = vec.as_pointer()
+            zeros = ir.Constant(vec, [0.0] * LANES)
+            width = ir.Constant(intp, 2 * LANES)
+            one = ir.Constant(intp, 1)
+
+            def row_ptr(row, half):
+                off = builder.add(builder.mul(row, width),
+                                  ir.Constant(intp, half * LANES))
+                return builder.bitcast(builder.gep(pa.data, [off]), vptr)
+
+            first = ir.Constant(intp, 0) if above else nv
+            builder.store(zeros, row_ptr(first, 0), align=8)
+            builder.store(zeros, row_ptr(first, 1), align=8)
+            # allocas that LLVM promotes to registers: the state never
+            # round-trips through P
+            h = cgutils.alloca_once_value(builder, zeros)
+            lo = cgutils.alloca_once_value(builder, zeros)
+            undef_d = ir.Constant(vec, ir.Undefined)
+            undef_i = ir.Constant(ivec, ir.Undefined)
+            splat = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+            idx = ir.Constant(ivec, list(range(LANES)))
+            with cgutils.for_range(builder, nv) as loop:
+                b = (loop.index if above
+                     else builder.sub(builder.sub(nv, one), loop.index))
+                xv = builder.load(builder.gep(xa.data, [b]))
+                lv = context.cast(builder, builder.load(builder.gep(la.data, [b])),
+                                  lty.dtype, types.int64)
+                xs = builder.shuffle_vector(
+                    builder.insert_element(undef_d, xv, i32(0)), undef_d, splat)
+                ls = builder.shuffle_vector(
+                    builder.insert_element(undef_i, lv, i32(0)), undef_i, splat)
+                mask = builder.icmp_signed(">" if above else "<", ls, idx)
+                v = builder.select(mask, xs, zeros)
+                hv = builder.load(h)
+                s = builder.fadd(hv, v)
+                bb = builder.fsub(s, hv)
+                e = builder.fadd(builder.fsub(hv, builder.fsub(s, bb)),
+                                 builder.fsub(v, bb))
+                lv2 = builder.fadd(builder.load(lo), e)
+                builder.store(s, h)
+                builder.store(lv2, lo)
+                row = builder.add(b, one) if above else b
+                builder.store(s, row_ptr(row, 0), align=8)
+                builder.store(lv2, row_ptr(row, 1), align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _ir
+
+
+_prefix_up_ir = _make_prefix(True)
+_prefix_down_ir = _make_prefix(False)
+
+
+@overload(dd_prefix, inline="always")
+def _dd_prefix_overload(P, x, lev, n, above):
+    if not isinstance(above, types.BooleanLiteral):
+        raise TypingError("dd_prefix: 'above' must be a literal True or False")
+    if above.literal_value:
+        def impl(P, x, lev, n, above):
+            _prefix_up_ir(P, x, lev, n)
+    else:
+        def impl(P, x, lev, n, above):
+            _prefix_down_ir(P, x, lev, n)
     return impl

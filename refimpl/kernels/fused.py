@@ -150,7 +150,7 @@ def scores_grad_one_pass(X, w, dz, z, grad):
 
 
 @njit(cache=True)
-def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
+def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
                       l_minus, t, u, out):
     """``out = X^T (2 A_w^T A_w) X s`` in one pass over ``X``; also ``t = X s``.
 
@@ -167,10 +167,10 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
         Rows grouped by query.
     s : ndarray of float64, shape (d,)
         The direction.
-    z, level, nlev, perm, margin, l_plus, l_minus
-        The state of the last :func:`value_grad_one_pass` (scores ``X w``,
-        level ranks, their sort per query, counts ``l^+-``), with the rows
-        of ``X`` as the documents.
+    level, nlev, perm, reach, l_plus, l_minus
+        The state of the last :func:`value_grad_one_pass` (level ranks, the
+        sort of the scores ``X w`` per query, the sweeps' windows, counts
+        ``l^+-``), with the rows of ``X`` as the documents.
     indptr : ndarray of int64, shape (n_queries + 1,)
         Query ``q`` is rows ``indptr[q] .. indptr[q + 1] - 1``.
     t : ndarray of float64, shape (n,)
@@ -202,9 +202,8 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
             for r in range(lo, hi):
                 u[r] = 0.0
         else:
-            pf = _hess_query(z, t, level, perm, lo, hi - lo, k, margin,
-                             l_plus, l_minus, u, th, tl, sc, xf, pf, pf_end,
-                             step)
+            pf = _hess_query(t, level, perm, lo, hi - lo, k, reach, l_plus,
+                             l_minus, u, th, tl, sc, xf, pf, pf_end, step)
             pf = _rows_axpy(X, lo, hi, u, out, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)
@@ -213,7 +212,7 @@ def hess_vec_one_pass(X, s, z, level, nlev, perm, indptr, margin, l_plus,
 
 @njit(cache=True)
 def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
-                        l_minus, dz, grad):
+                        l_minus, dz, reach, grad):
     """Loss, score gradient and ``grad = X^T dz`` in one pass over ``X``.
 
     Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1``): ``z_q =
@@ -243,6 +242,10 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
         Output counts (0 in one-level queries).
     dz : ndarray of float64, shape (n,)
         Output score gradient.
+    reach : ndarray of int64, shape (2, n)
+        Output: the sweeps' windows
+        (:func:`refimpl.kernels.ostree.sweep_reach`), for
+        :func:`hess_vec_one_pass`.
     grad : ndarray of float64, shape (d,)
         Output ``X^T dz``.
 
@@ -288,9 +291,10 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
                 dz[r] = 0.0
         else:
             vh, vl, pf = _value_dz_query(z, level, perm, lo, hi - lo, k,
-                                         margin, l_plus, l_minus, dz, vh, vl,
-                                         cnt, s1h, s1l, s2h, s2l, acc, zb, zs,
-                                         lb, rh, rl, xf, pf, pf_end, step)
+                                         margin, l_plus, l_minus, dz, reach,
+                                         vh, vl, cnt, s1h, s1l, s2h, s2l, acc,
+                                         zb, zs, lb, rh, rl, xf, pf, pf_end,
+                                         step)
             pf = _rows_axpy(X, lo, hi, dz, grad, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)

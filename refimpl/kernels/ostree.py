@@ -44,7 +44,7 @@ Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 import numpy as np
 from numba import njit
 
-from ._ddlanes import LANES, dd_step, dd_step_counted
+from ._ddlanes import LANES, dd_prefix, dd_step, dd_step_counted
 from ._simd import prefetch
 
 # --------------------------------------------------------------------------
@@ -537,18 +537,21 @@ def _dd_siblings(th, tl, m, right):
 
 @njit(cache=True)
 def hess_dz_selection_tree(
-    z, t, level, nlev, perm, order, indptr, margin, l_plus, l_minus, out
+    t, level, nlev, perm, order, indptr, reach, l_plus, l_minus, out
 ):
     """Hessian product in score space, ``out = 2 A_w^T A_w t``, in one pass.
 
     The fused form of :func:`sv_stats_selection_tree` and the assembly of
-    eq. 17 for a Hessian-vector product, where the active set (the scores
-    ``z``, their order ``perm`` and the counts ``l^+-``) is fixed by the
-    last function evaluation and only the sums ``gamma^+-(t)`` are new.
-    Per query: ``z``, ``t``, ``level`` and ``l^+ + l^-`` are gathered in
-    score order into contiguous buffers; the two sweeps of Algorithm 2 keep
-    sums only (no counts), in one of two structures chosen by the number of
-    levels ``k_q``:
+    eq. 17 for a Hessian-vector product, where the active set (the order
+    ``perm`` of the scores, the sweeps' windows ``reach`` and the counts
+    ``l^+-``) is fixed by the last function evaluation and only the sums
+    ``gamma^+-(t)`` are new.  The scores themselves are not needed: the
+    function evaluation recorded, for each document, how far each sweep of
+    Algorithm 2 had inserted when it reached it (:func:`sweep_reach`), and
+    that is the whole membership test.  Per query: ``t``, ``level`` and
+    ``l^+ + l^-`` are gathered in score order into contiguous buffers; the
+    two sweeps keep sums only (no counts), in one of two structures chosen
+    by the number of levels ``k_q``:
 
     * ``k_q <= DIRECT_LEVELS`` (8; LETOR has 2-5): the direct per-level
       sweep.  Eight double-double accumulators, the ``m``-th the sum of the
@@ -557,7 +560,12 @@ def hess_dz_selection_tree(
       (:func:`refimpl.kernels._ddlanes.dd_step`); ``gamma_i^+-`` is then the
       single accumulator ``m = level_i``.  O(l_q) per query, as direct
       counting (Lee & Lin 2014, section 2.1), but with the levels in the
-      lanes of one vector instead of a loop.
+      lanes of one vector instead of a loop.  Since the windows are known,
+      the sweep is split in two branch-free loops: every state of the
+      accumulators in turn (:func:`refimpl.kernels._ddlanes.dd_prefix`,
+      the state kept in registers), then each document reads lane
+      ``level_i`` of the state its window ends at; no data-dependent
+      branch, and the same bits as the running sweep.
     * more levels: the selection tree of sums, queried branch-free (a
       node's sibling, or the always-zero slot 0 of the implicit array when
       the sibling is not on the wanted side).  O(l_q log k_q).
@@ -572,21 +580,24 @@ def hess_dz_selection_tree(
 
     is written in place, the product ``(l_i^+ + l_i^-) t_i`` exact
     (:func:`_count_prod`).  The only scratch is the tree of ``2 p``
-    double-double sums, one row of eight for the direct sweep per document
-    of the longest query, and eight buffers of that length, allocated once
-    per call.
+    double-double sums, the direct sweep's states (``l_q + 1`` rows of
+    sixteen values, for queries of up to :data:`PREFIX_DOCS` documents;
+    longer ones keep one running state, same bits), and eight buffers of
+    the longest query's length, allocated once per call.
 
     Parameters
     ----------
-    z : ndarray of float64, shape (n,)
-        Scores ``X w`` of the last function evaluation (decide SV(w)).
     t : ndarray of float64, shape (n,)
         ``X v``.
-    level, nlev, perm, indptr, margin
+    level, nlev, perm, indptr
         As in :func:`sv_stats_selection_tree`; ``perm`` must be the sort of
-        ``z`` (:func:`sort_by_score`).
+        the scores ``z = X w`` of the last function evaluation
+        (:func:`sort_by_score`).
     order : ndarray of int64, shape (n,)
         Query grouping (``order[indptr[q]:indptr[q + 1]]``: query ``q``).
+    reach : ndarray of int64, shape (2, n)
+        The sweeps' windows at ``z`` (:func:`sweep_reach`, or the output of
+        :func:`value_dz_selection_tree`): they decide ``SV(w)``.
     l_plus, l_minus : ndarray of int64, shape (n,)
         The counts ``l^+-`` at ``z`` (from :func:`sv_stats_selection_tree`
         or any method: they are exact integers).
@@ -626,8 +637,47 @@ def hess_dz_selection_tree(
             for a in range(lo, hi):
                 out[order[a]] = 0.0
             continue
-        _hess_query(z, t, level, perm, lo, hi - lo, k, margin, l_plus,
-                    l_minus, out, th, tl, sc, th, 0, 0, 0)
+        _hess_query(t, level, perm, lo, hi - lo, k, reach, l_plus, l_minus,
+                    out, th, tl, sc, th, 0, 0, 0)
+
+
+@njit(cache=True)
+def sweep_reach(z, perm, nlev, indptr, margin, reach):
+    """How far each sweep of Algorithm 2 has inserted when it reaches a document.
+
+    For the document at sorted position ``a`` of query ``q`` (``perm[lo +
+    a]``, ``lo = indptr[q]``, scores increasing), ``reach[0, lo + a]`` is
+    the number of the query's documents ``b`` (in score order, from the
+    lowest) with ``margin - (z_b - z_a) > 0``: the upward sweep has
+    inserted positions ``0 .. reach[0, lo + a] - 1``; and ``reach[1, lo +
+    a]`` the first position the downward sweep has inserted, those ``b``
+    from the highest with ``margin - (z_a - z_b) > 0``.  These are the
+    membership tests of every sweep in this module, so the windows fix
+    ``SV(w)``: :func:`value_dz_selection_tree` records them as it sweeps,
+    and :func:`hess_dz_selection_tree` reads them instead of the scores.
+    Not written for queries of one level (no pairs).  This function
+    computes them on their own, for states obtained otherwise (e.g. from
+    :func:`sv_stats_selection_tree`).
+
+    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    """
+    for q in range(len(indptr) - 1):
+        if nlev[q] <= 1:
+            continue
+        lo = indptr[q]
+        n = indptr[q + 1] - lo
+        b = 0
+        for a in range(n):
+            zi = z[perm[lo + a]]
+            while b < n and margin - (z[perm[lo + b]] - zi) > 0.0:
+                b += 1
+            reach[0, lo + a] = b
+        b = n - 1
+        for a in range(n - 1, -1, -1):
+            zi = z[perm[lo + a]]
+            while b >= 0 and margin - (zi - z[perm[lo + b]]) > 0.0:
+                b -= 1
+            reach[1, lo + a] = b + 1
 
 
 #: Queries with at most this many relevance levels take the direct
@@ -638,59 +688,72 @@ def hess_dz_selection_tree(
 #: The value kernel (:func:`_value_dz_query`) uses the same threshold.
 DIRECT_LEVELS = LANES
 
+#: Queries of at most this many documents take the direct sweep of
+#: :func:`hess_dz_selection_tree` in its prefix form (every state of the
+#: accumulators kept: ``16 (l_q + 1)`` values of scratch); longer ones keep
+#: one running state, with the same bits.
+PREFIX_DOCS = 4096
+
 
 @njit(inline="always")
 def _hess_scratch(lmax):
     """Scratch of :func:`_hess_query` for queries of up to ``lmax`` documents.
 
-    A tuple ``(acc, zb, tb, lb, cb, gh, gl, mh, ml)``: the direct sweep's
-    ``LANES`` double-double accumulators (high parts, then errors) and the
-    per-document buffers in score order.
+    A tuple ``(acc, P, tb, lb, cb, gh, gl, mh, ml)``: the running direct
+    sweep's ``LANES`` double-double accumulators (high parts, then errors),
+    the prefix form's states (rows of ``2 LANES``) and the per-document
+    buffers in score order.
     """
-    return (np.zeros(2 * LANES), np.empty(lmax), np.empty(lmax),
+    rows = min(lmax, PREFIX_DOCS) + 1
+    return (np.zeros(2 * LANES), np.empty(rows * 2 * LANES), np.empty(lmax),
             np.empty(lmax, dtype=np.int64), np.empty(lmax), np.empty(lmax),
             np.empty(lmax), np.empty(lmax), np.empty(lmax))
 
 
 @njit(inline="always")
-def _hess_query(z, t, level, perm, lo, n, k, margin, l_plus, l_minus, out,
-                th, tl, sc, pfa, pf, pf_end, pf_step):
+def _hess_query(t, level, perm, lo, n, k, reach, l_plus, l_minus, out, th,
+                tl, sc, pfa, pf, pf_end, pf_step):
     """:func:`hess_dz_selection_tree` on one query of ``k >= 2`` levels.
 
-    The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
-    ``out`` at those indices.  Scratch: the tree ``th, tl`` (at least
-    ``2 p`` nodes, ``p = 2^ceil(log2 k)``, slot 0 zero) and ``sc``
-    (:func:`_hess_scratch` of at least ``n``).  The direct per-level sweep
-    for ``k <= DIRECT_LEVELS``, the selection tree above.  Shared with the
-    one-pass kernel :func:`refimpl.kernels.fused.hess_vec_one_pass`, which
-    passes a prefetch cursor as :func:`_value_dz_query` does; returns the
-    cursor.
+    The query's documents are ``perm[lo:lo + n]`` (sorted by score), their
+    sweeps' windows ``reach[:, lo:lo + n]``; writes ``out`` at those
+    indices.  Scratch: the tree ``th, tl`` (at least ``2 p`` nodes, ``p =
+    2^ceil(log2 k)``, slot 0 zero) and ``sc`` (:func:`_hess_scratch` of at
+    least ``n``).  The direct per-level sweep for ``k <= DIRECT_LEVELS``
+    (its prefix form up to :data:`PREFIX_DOCS` documents), the selection
+    tree above.  Shared with the one-pass kernel
+    :func:`refimpl.kernels.fused.hess_vec_one_pass`, which passes a
+    prefetch cursor as :func:`_value_dz_query` does; returns the cursor.
     """
-    acc, zb, tb, lb, cb, gh, gl, mh, ml = sc
+    acc, P, tb, lb, cb, gh, gl, mh, ml = sc
     for a in range(n):
         j = perm[lo + a]
-        zb[a] = z[j]
         tb[a] = t[j]
         lb[a] = level[j]
         cb[a] = float(l_plus[j] + l_minus[j])
-    if k <= DIRECT_LEVELS:
-        pf = _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml,
+    up = reach[0, lo:lo + n]
+    down = reach[1, lo:lo + n]
+    if k <= DIRECT_LEVELS and n <= PREFIX_DOCS:
+        pf = _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml, pfa,
+                                 pf, pf_end, pf_step)
+    elif k <= DIRECT_LEVELS:
+        pf = _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml,
                                  pfa, pf, pf_end, pf_step)
     else:
-        pf = _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh,
-                               ml, pfa, pf, pf_end, pf_step)
+        pf = _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml,
+                               pfa, pf, pf_end, pf_step)
     # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double, in score order
     # (contiguous: the loop vectorises), then scattered
     if n <= _SPLIT_FREE_COUNT:  # counts <= n - 1 < 2^26
         for a in range(n):
             ph, pl = _count_prod(cb[a], tb[a])
-            zb[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
+            gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
     else:
         for a in range(n):
             ph, pl = _two_prod(cb[a], tb[a])
-            zb[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
+            gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
     for a in range(n):
-        out[perm[lo + a]] = zb[a]
+        out[perm[lo + a]] = gh[a]
     return pf
 
 
@@ -705,7 +768,35 @@ def _hess_assemble(ph, pl, g1, g1e, g2, g2e):
 
 
 @njit(inline="always")
-def _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml, pfa, pf,
+def _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml, pfa, pf,
+                        pf_end, pf_step):
+    """``gamma^+-`` of one query by the direct sweep in prefix form.
+
+    :func:`_hess_sweeps_direct` without its data-dependent loop: row ``b``
+    of ``P`` is the state of the upward sweep after inserting positions
+    ``0 .. b - 1`` (:func:`refimpl.kernels._ddlanes.dd_prefix`), and
+    document ``a`` reads lane ``level_a`` of row ``up[a]``; then the
+    downward sweep's states, row ``b`` after inserting ``n - 1 .. b``, read
+    at ``down[a]``.  The same states, hence the same bits.
+    """
+    width = 2 * LANES
+    dd_prefix(P, tb, lb, n, True)
+    for a in range(n):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        o = up[a] * width + lb[a]
+        gh[a] = P[o]
+        gl[a] = P[o + LANES]
+    dd_prefix(P, tb, lb, n, False)
+    for a in range(n):
+        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
+        o = down[a] * width + lb[a]
+        mh[a] = P[o]
+        ml[a] = P[o + LANES]
+    return pf
+
+
+@njit(inline="always")
+def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml, pfa, pf,
                         pf_end, pf_step):
     """``gamma^+-`` of one query by the direct per-level sweep.
 
@@ -714,15 +805,14 @@ def _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml, pfa, pf,
     with level above ``m`` (upward sweep) or below ``m`` (downward sweep);
     one vector step per insertion
     (:func:`refimpl.kernels._ddlanes.dd_step`), and document ``a`` reads
-    lane ``level_a``.  The membership tests and the insertion order are the
-    tree's.
+    lane ``level_a``.  The windows ``up``, ``down`` (:func:`sweep_reach`)
+    and the insertion order are the tree's.
     """
     acc[:] = 0.0
     b = 0
     for a in range(n):
         pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
-        zi = zb[a]
-        while b < n and margin - (zb[b] - zi) > 0.0:
+        while b < up[a]:
             dd_step(acc, tb[b], lb[b], True)
             b += 1
         gh[a] = acc[lb[a]]
@@ -731,8 +821,7 @@ def _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml, pfa, pf,
     b = n - 1
     for a in range(n - 1, -1, -1):
         pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
-        zi = zb[a]
-        while b >= 0 and margin - (zi - zb[b]) > 0.0:
+        while b >= down[a]:
             dd_step(acc, tb[b], lb[b], False)
             b -= 1
         mh[a] = acc[lb[a]]
@@ -741,7 +830,7 @@ def _hess_sweeps_direct(zb, tb, lb, n, margin, acc, gh, gl, mh, ml, pfa, pf,
 
 
 @njit(inline="always")
-def _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh, ml, pfa,
+def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml, pfa,
                       pf, pf_end, pf_step):
     """``gamma^+-`` of one query by the selection tree (any ``k``)."""
     p = _pow2_at_least(k)
@@ -751,8 +840,7 @@ def _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh, ml, pfa,
     b = 0
     for a in range(n):
         pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
-        zi = zb[a]
-        while b < n and margin - (zb[b] - zi) > 0.0:
+        while b < up[a]:
             _dd_insert(th, tl, p + lb[b], tb[b])
             b += 1
         g, ge = _dd_siblings(th, tl, p + lb[a], True)
@@ -764,8 +852,7 @@ def _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh, ml, pfa,
     b = n - 1
     for a in range(n - 1, -1, -1):
         pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
-        zi = zb[a]
-        while b >= 0 and margin - (zi - zb[b]) > 0.0:
+        while b >= down[a]:
             _dd_insert(th, tl, p + lb[b], tb[b])
             b -= 1
         g, ge = _dd_siblings(th, tl, p + lb[a], False)
@@ -776,7 +863,7 @@ def _hess_sweeps_tree(zb, tb, lb, n, k, margin, th, tl, gh, gl, mh, ml, pfa,
 
 @njit(cache=True)
 def value_dz_selection_tree(
-    z, level, nlev, perm, order, indptr, margin, l_plus, l_minus, dz
+    z, level, nlev, perm, order, indptr, margin, l_plus, l_minus, dz, reach
 ):
     """Loss, score gradient and counts at ``z`` in one pass (eqs. 17-19).
 
@@ -819,6 +906,9 @@ def value_dz_selection_tree(
         Output counts (0 in one-level queries).
     dz : ndarray of float64, shape (n,)
         Output score gradient.
+    reach : ndarray of int64, shape (2, n)
+        Output: the sweeps' windows (:func:`sweep_reach`), for
+        :func:`hess_dz_selection_tree` at the same ``z``.
 
     Returns
     -------
@@ -865,19 +955,21 @@ def value_dz_selection_tree(
                 dz[i] = 0.0
             continue
         vh, vl, _ = _value_dz_query(z, level, perm, lo, n, k, margin, l_plus,
-                                    l_minus, dz, vh, vl, cnt, s1h, s1l, s2h,
-                                    s2l, acc, zb, zs, lb, rh, rl, zb, 0, 0, 0)
+                                    l_minus, dz, reach, vh, vl, cnt, s1h, s1l,
+                                    s2h, s2l, acc, zb, zs, lb, rh, rl, zb, 0,
+                                    0, 0)
     return vh + vl
 
 
 @njit(inline="always")
 def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
-                    vh, vl, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb, rh,
-                    rl, pfa, pf, pf_end, pf_step):
+                    reach, vh, vl, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb,
+                    rh, rl, pfa, pf, pf_end, pf_step):
     """:func:`value_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
-    ``l_plus``, ``l_minus`` and ``dz`` at those indices and returns the
+    ``l_plus``, ``l_minus`` and ``dz`` at those indices, the sweeps'
+    windows ``reach[:, lo:lo + n]`` (:func:`sweep_reach`), and returns the
     double-double loss ``vh + vl`` with this query's terms added, and the
     prefetch cursor.  Scratch: the tree ``cnt, s1h, s1l, s2h, s2l`` (at
     least ``2 p`` nodes, slot 0 zero), the direct sweep's ``acc`` (``5
@@ -940,6 +1032,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
                 s2l[m] += e + ql
                 m >>= 1
             b += 1
+        reach[0, lo + a] = b
         c = 0
         g1 = 0.0
         g1e = 0.0
@@ -1001,6 +1094,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
                 s1l[m] += e
                 m >>= 1
             b -= 1
+        reach[1, lo + a] = b + 1
         c = 0
         g1 = 0.0
         g1e = 0.0
