@@ -269,8 +269,7 @@ def matvec_case(name, X, y, qid, C, rounds):
         "value+grad 1 pass": lambda: value_grad(one),
         "value+grad 2 pass": lambda: value_grad(two),
         "tree hess_dz": lambda: hess_dz_selection_tree(
-            t, imp.level, imp.nlev, imp.perm, imp.order, imp.indptr,
-            imp.reach, imp.l_plus, imp.l_minus, out),
+            t, imp.nlev, imp.perm, imp.order, imp.indptr, imp.sweep, out),
         "sort+tree value_dz": lambda: imp.value(z),
     }
     b = interleaved(parts, rounds=rounds)

@@ -165,7 +165,7 @@ def test_one_pass_equals_two_pass_bit_for_bit_in_score_space(inst, seed):
     b = tb._OnePassTree(X, margin, y, group_queries(qid))
     value, _ = b.value_grad(w)
     state = (b.z.copy(), b.perm.copy(), b.l_plus.copy(), b.l_minus.copy(),
-             b.dz.copy(), b.reach.copy())
+             b.dz.copy(), b.sweep.copy())
     _, t_rows = b.hess_vec(s)
     u = b._u.copy()
     two = tb._TreeBackend(None, len(z), margin, b.to_rows(y),
@@ -177,7 +177,7 @@ def test_one_pass_equals_two_pass_bit_for_bit_in_score_space(inst, seed):
     np.testing.assert_array_equal(two.l_plus, state[2])
     np.testing.assert_array_equal(two.l_minus, state[3])
     np.testing.assert_array_equal(dz2, state[4])
-    np.testing.assert_array_equal(two.reach, state[5])
+    np.testing.assert_array_equal(two.sweep, state[5])
     np.testing.assert_array_equal(two.hess_dz(t_rows), u)
 
 
@@ -249,12 +249,12 @@ def test_kernels_equal_their_py_func(seed):
                    (kf.value_grad_one_pass.py_func, kf.hess_vec_one_pass.py_func)):
         z, dz, t, u = (np.empty(n) for _ in range(4))
         perm, lp, lm = (np.empty(n, np.int64) for _ in range(3))
-        reach = np.zeros((2, n), np.int64)
+        sweep = np.zeros((4, n), np.int64)
         grad, out = np.empty(d), np.empty(d)
-        v = vg(X, w, level, nlev, g.indptr, 1.0, z, perm, lp, lm, dz, reach,
+        v = vg(X, w, level, nlev, g.indptr, 1.0, z, perm, lp, lm, dz, sweep,
                grad)
-        hv(X, s, level, nlev, perm, g.indptr, reach, lp, lm, t, u, out)
-        outs.append((v, z, perm, lp, lm, dz, reach, grad, t, u, out))
+        hv(X, s, nlev, perm, g.indptr, sweep, t, u, out)
+        outs.append((v, z, perm, lp, lm, dz, sweep, grad, t, u, out))
     assert outs[0][0] == outs[1][0]
     for a, b in zip(outs[0][1:], outs[1][1:]):
         np.testing.assert_array_equal(a, b)

@@ -315,11 +315,11 @@ def fused_inputs(z, y, qid, margin):
 
 
 def run_fused(f, z, t, level, nlev, perm, g, margin, lp, lm):
-    """The Hessian kernel ``f`` with the sweeps' windows of ``z``."""
-    reach = np.zeros((2, len(z)), dtype=np.int64)
-    kos.sweep_reach(z, perm, nlev, g.indptr, margin, reach)
+    """The Hessian kernel ``f`` with the sweep record of ``z``."""
+    sweep = np.zeros((4, len(z)), dtype=np.int64)
+    kos.record_sweeps(z, perm, level, nlev, g.indptr, margin, lp, lm, sweep)
     out = np.full(len(z), np.nan)
-    f(t, level, nlev, perm, g.order, g.indptr, reach, lp, lm, out)
+    f(t, nlev, perm, g.order, g.indptr, sweep, out)
     return out
 
 
@@ -422,9 +422,9 @@ def test_fused_hess_query_longer_than_the_prefix_scratch():
     kos.sort_by_score(z, g.order, g.indptr, perm)
     n = len(z)
     lp, lm, dz = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-    reach = np.zeros((2, n), np.int64)
+    sweep = np.zeros((4, n), np.int64)
     kos.value_dz_selection_tree(z, level, nlev, perm, g.order, g.indptr, 1.0,
-                                lp, lm, dz, reach)
+                                lp, lm, dz, sweep)
     got = run_fused(kos.hess_dz_selection_tree, z, t, level, nlev, perm, g,
                     1.0, lp, lm)
     ref = unfused_selection_tree(z, t, level, nlev, perm, g, 1.0)
@@ -800,9 +800,9 @@ def test_fused_value_dz_equals_py_func(seed):
     outs = []
     for f in (kos.value_dz_selection_tree, kos.value_dz_selection_tree.py_func):
         lp, lm, dz = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-        reach = np.zeros((2, n), np.int64)
-        v = f(z, level, nlev, perm, g.order, g.indptr, 1.0, lp, lm, dz, reach)
-        outs.append((v, lp, lm, dz, reach))
+        sweep = np.zeros((4, n), np.int64)
+        v = f(z, level, nlev, perm, g.order, g.indptr, 1.0, lp, lm, dz, sweep)
+        outs.append((v, lp, lm, dz, sweep))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-12)
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
     np.testing.assert_array_equal(outs[0][2], outs[1][2])
@@ -926,31 +926,34 @@ def test_dd_prefix_is_its_specification(seed):
 
 @PROPERTY
 @given(instances())
-def test_sweep_reach_equals_brute_force_and_value_kernel(inst):
-    """The sweeps' windows: counts of the membership tests over the query
-    (brute force), and the value kernel records the same ones."""
+def test_sweep_record_equals_brute_force_and_value_kernel(inst):
+    """The sweep record: the windows are counts of the membership tests over
+    the query (brute force), then the levels and l^+ + l^- in score order;
+    the value kernel records the same."""
     z, _, y, qid, margin = inst
-    g, level, nlev, perm, _, _ = fused_inputs(z, y, qid, margin)
+    g, level, nlev, perm, lp, lm = fused_inputs(z, y, qid, margin)
     n = len(z)
-    reach = np.full((2, n), -1, dtype=np.int64)
-    kos.sweep_reach(z, perm, nlev, g.indptr, margin, reach)
+    sweep = np.full((4, n), -1, dtype=np.int64)
+    kos.record_sweeps(z, perm, level, nlev, g.indptr, margin, lp, lm, sweep)
     zl = z.tolist()
     for q in range(len(g.indptr) - 1):
         lo, hi = g.indptr[q], g.indptr[q + 1]
         if nlev[q] <= 1:
-            assert np.all(reach[:, lo:hi] == -1)
+            assert np.all(sweep[:, lo:hi] == -1)
             continue
         docs = perm[lo:hi].tolist()
         for a, i in enumerate(docs):
-            assert reach[0, lo + a] == sum(
+            assert sweep[kos.SW_UP, lo + a] == sum(
                 margin - (zl[j] - zl[i]) > 0.0 for j in docs)
-            assert reach[1, lo + a] == (hi - lo) - sum(
+            assert sweep[kos.SW_DOWN, lo + a] == (hi - lo) - sum(
                 margin - (zl[i] - zl[j]) > 0.0 for j in docs)
-    got = np.full((2, n), -1, dtype=np.int64)
+            assert sweep[kos.SW_LEVEL, lo + a] == level[i]
+            assert sweep[kos.SW_COUNT, lo + a] == lp[i] + lm[i]
+    got = np.full((4, n), -1, dtype=np.int64)
     kos.value_dz_selection_tree(z, level, nlev, perm, g.order, g.indptr,
                                 margin, np.empty(n, np.int64),
                                 np.empty(n, np.int64), np.empty(n), got)
-    np.testing.assert_array_equal(got, reach)
+    np.testing.assert_array_equal(got, sweep)
 
 
 @njit

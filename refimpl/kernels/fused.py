@@ -54,6 +54,7 @@ from .ostree import (
     _pow2_at_least,
     _prefetch_ahead,
     _sort_query,
+    _sweep_rows,
     _value_dz_query,
 )
 
@@ -150,8 +151,7 @@ def scores_grad_one_pass(X, w, dz, z, grad):
 
 
 @njit(cache=True)
-def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
-                      l_minus, t, u, out):
+def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     """``out = X^T (2 A_w^T A_w) X s`` in one pass over ``X``; also ``t = X s``.
 
     Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1`` of ``X``):
@@ -167,10 +167,11 @@ def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
         Rows grouped by query.
     s : ndarray of float64, shape (d,)
         The direction.
-    level, nlev, perm, reach, l_plus, l_minus
-        The state of the last :func:`value_grad_one_pass` (level ranks, the
-        sort of the scores ``X w`` per query, the sweeps' windows, counts
-        ``l^+-``), with the rows of ``X`` as the documents.
+    nlev, perm, sweep
+        The state of the last :func:`value_grad_one_pass` (levels per
+        query, the sort of the scores ``X w`` per query, the sweep record
+        of :func:`refimpl.kernels.ostree.record_sweeps`), with the rows of
+        ``X`` as the documents.
     indptr : ndarray of int64, shape (n_queries + 1,)
         Query ``q`` is rows ``indptr[q] .. indptr[q + 1] - 1``.
     t : ndarray of float64, shape (n,)
@@ -188,6 +189,7 @@ def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
     th = np.zeros(2 * pmax)
     tl = np.zeros(2 * pmax)
     sc = _hess_scratch(lmax)
+    up, down, lev, cnt = _sweep_rows(sweep)
     out[:] = 0.0
     xf = X.reshape(-1)
     nq = len(indptr) - 1
@@ -202,8 +204,8 @@ def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
             for r in range(lo, hi):
                 u[r] = 0.0
         else:
-            pf = _hess_query(t, level, perm, lo, hi - lo, k, reach, l_plus,
-                             l_minus, u, th, tl, sc, xf, pf, pf_end, step)
+            pf = _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, u,
+                             th, tl, sc, xf, pf, pf_end, step)
             pf = _rows_axpy(X, lo, hi, u, out, xf, pf, pf_end)
         while pf < pf_end:
             prefetch(xf, pf)
@@ -212,7 +214,7 @@ def hess_vec_one_pass(X, s, level, nlev, perm, indptr, reach, l_plus,
 
 @njit(cache=True)
 def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
-                        l_minus, dz, reach, grad):
+                        l_minus, dz, sweep, grad):
     """Loss, score gradient and ``grad = X^T dz`` in one pass over ``X``.
 
     Per query ``q`` (rows ``indptr[q] .. indptr[q + 1] - 1``): ``z_q =
@@ -242,9 +244,9 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
         Output counts (0 in one-level queries).
     dz : ndarray of float64, shape (n,)
         Output score gradient.
-    reach : ndarray of int64, shape (2, n)
-        Output: the sweeps' windows
-        (:func:`refimpl.kernels.ostree.sweep_reach`), for
+    sweep : ndarray of int64, shape (4, n)
+        Output: the sweep record
+        (:func:`refimpl.kernels.ostree.record_sweeps`), for
         :func:`hess_vec_one_pass`.
     grad : ndarray of float64, shape (d,)
         Output ``X^T dz``.
@@ -291,7 +293,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
                 dz[r] = 0.0
         else:
             vh, vl, pf = _value_dz_query(z, level, perm, lo, hi - lo, k,
-                                         margin, l_plus, l_minus, dz, reach,
+                                         margin, l_plus, l_minus, dz, sweep,
                                          vh, vl, cnt, s1h, s1l, s2h, s2l, acc,
                                          zb, zs, lb, rh, rl, xf, pf, pf_end,
                                          step)

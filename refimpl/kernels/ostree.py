@@ -537,21 +537,22 @@ def _dd_siblings(th, tl, m, right):
 
 @njit(cache=True)
 def hess_dz_selection_tree(
-    t, level, nlev, perm, order, indptr, reach, l_plus, l_minus, out
+    t, nlev, perm, order, indptr, sweep, out
 ):
     """Hessian product in score space, ``out = 2 A_w^T A_w t``, in one pass.
 
     The fused form of :func:`sv_stats_selection_tree` and the assembly of
     eq. 17 for a Hessian-vector product, where the active set (the order
-    ``perm`` of the scores, the sweeps' windows ``reach`` and the counts
-    ``l^+-``) is fixed by the last function evaluation and only the sums
-    ``gamma^+-(t)`` are new.  The scores themselves are not needed: the
-    function evaluation recorded, for each document, how far each sweep of
-    Algorithm 2 had inserted when it reached it (:func:`sweep_reach`), and
-    that is the whole membership test.  Per query: ``t``, ``level`` and
-    ``l^+ + l^-`` are gathered in score order into contiguous buffers; the
-    two sweeps keep sums only (no counts), in one of two structures chosen
-    by the number of levels ``k_q``:
+    ``perm`` of the scores and the counts ``l^+-``) is fixed by the last
+    function evaluation and only the sums ``gamma^+-(t)`` are new.  The
+    scores themselves are not needed: the function evaluation recorded,
+    for each document in score order, how far each sweep of Algorithm 2
+    had inserted when it reached it, its level and ``l^+ + l^-``
+    (:func:`record_sweeps`), and the windows are the whole membership
+    test.  Per query: ``t`` is gathered in score order into a contiguous
+    buffer (the record is in that order already); the two sweeps keep
+    sums only (no counts), in one of two structures chosen by the number
+    of levels ``k_q``:
 
     * ``k_q <= DIRECT_LEVELS`` (8; LETOR has 2-5): the direct per-level
       sweep.  Eight double-double accumulators, the ``m``-th the sum of the
@@ -589,18 +590,16 @@ def hess_dz_selection_tree(
     ----------
     t : ndarray of float64, shape (n,)
         ``X v``.
-    level, nlev, perm, indptr
+    nlev, perm, indptr
         As in :func:`sv_stats_selection_tree`; ``perm`` must be the sort of
         the scores ``z = X w`` of the last function evaluation
         (:func:`sort_by_score`).
     order : ndarray of int64, shape (n,)
         Query grouping (``order[indptr[q]:indptr[q + 1]]``: query ``q``).
-    reach : ndarray of int64, shape (2, n)
-        The sweeps' windows at ``z`` (:func:`sweep_reach`, or the output of
-        :func:`value_dz_selection_tree`): they decide ``SV(w)``.
-    l_plus, l_minus : ndarray of int64, shape (n,)
-        The counts ``l^+-`` at ``z`` (from :func:`sv_stats_selection_tree`
-        or any method: they are exact integers).
+    sweep : ndarray of int64, shape (4, n)
+        The record of the sweeps at ``z`` (:func:`record_sweeps`, or the
+        output of :func:`value_dz_selection_tree`): windows, levels and
+        ``l^+ + l^-`` in score order.  It decides ``SV(w)``.
     out : ndarray of float64, shape (n,)
         Output ``2 A_w^T A_w t``; 0 for documents of one-level queries.
 
@@ -629,6 +628,7 @@ def hess_dz_selection_tree(
     th = np.zeros(2 * pmax)
     tl = np.zeros(2 * pmax)
     sc = _hess_scratch(lmax)
+    up, down, lev, cnt = _sweep_rows(sweep)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
@@ -637,27 +637,39 @@ def hess_dz_selection_tree(
             for a in range(lo, hi):
                 out[order[a]] = 0.0
             continue
-        _hess_query(t, level, perm, lo, hi - lo, k, reach, l_plus, l_minus,
-                    out, th, tl, sc, th, 0, 0, 0)
+        _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, out, th,
+                    tl, sc, th, 0, 0, 0)
+
+
+#: Rows of the sweep record (:func:`record_sweeps`).
+SW_UP, SW_DOWN, SW_LEVEL, SW_COUNT = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def sweep_reach(z, perm, nlev, indptr, margin, reach):
-    """How far each sweep of Algorithm 2 has inserted when it reaches a document.
+def record_sweeps(z, perm, level, nlev, indptr, margin, l_plus, l_minus,
+                  sweep):
+    """The sweep record of Algorithm 2 at ``z``, in score order.
 
-    For the document at sorted position ``a`` of query ``q`` (``perm[lo +
-    a]``, ``lo = indptr[q]``, scores increasing), ``reach[0, lo + a]`` is
-    the number of the query's documents ``b`` (in score order, from the
-    lowest) with ``margin - (z_b - z_a) > 0``: the upward sweep has
-    inserted positions ``0 .. reach[0, lo + a] - 1``; and ``reach[1, lo +
-    a]`` the first position the downward sweep has inserted, those ``b``
-    from the highest with ``margin - (z_a - z_b) > 0``.  These are the
-    membership tests of every sweep in this module, so the windows fix
-    ``SV(w)``: :func:`value_dz_selection_tree` records them as it sweeps,
-    and :func:`hess_dz_selection_tree` reads them instead of the scores.
+    For the document ``i = perm[lo + a]`` at sorted position ``a`` of query
+    ``q`` (``lo = indptr[q]``, scores increasing), column ``lo + a`` of
+    ``sweep`` holds
+
+    * ``SW_UP``: the number of the query's documents ``b`` (in score order,
+      from the lowest) with ``margin - (z_b - z_a) > 0``: the upward sweep
+      has inserted positions ``0 .. sweep[SW_UP, lo + a] - 1`` when it
+      reaches ``a``;
+    * ``SW_DOWN``: the first position the downward sweep has inserted, the
+      ``b`` from the highest with ``margin - (z_a - z_b) > 0``;
+    * ``SW_LEVEL``: ``level[i]``;
+    * ``SW_COUNT``: ``l_plus[i] + l_minus[i]``.
+
+    The windows are the membership tests of every sweep in this module, so
+    the record fixes ``SV(w)``: :func:`value_dz_selection_tree` writes it
+    as it sweeps, and :func:`hess_dz_selection_tree` reads it instead of
+    the scores, the levels and the counts (in score order: contiguous).
     Not written for queries of one level (no pairs).  This function
-    computes them on their own, for states obtained otherwise (e.g. from
-    :func:`sv_stats_selection_tree`).
+    computes it on its own, for states obtained otherwise (e.g. counts
+    from :func:`sv_stats_selection_tree`).
 
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
@@ -668,16 +680,19 @@ def sweep_reach(z, perm, nlev, indptr, margin, reach):
         n = indptr[q + 1] - lo
         b = 0
         for a in range(n):
-            zi = z[perm[lo + a]]
+            i = perm[lo + a]
+            zi = z[i]
             while b < n and margin - (z[perm[lo + b]] - zi) > 0.0:
                 b += 1
-            reach[0, lo + a] = b
+            sweep[SW_UP, lo + a] = b
+            sweep[SW_LEVEL, lo + a] = level[i]
+            sweep[SW_COUNT, lo + a] = l_plus[i] + l_minus[i]
         b = n - 1
         for a in range(n - 1, -1, -1):
             zi = z[perm[lo + a]]
             while b >= 0 and margin - (zi - z[perm[lo + b]]) > 0.0:
                 b -= 1
-            reach[1, lo + a] = b + 1
+            sweep[SW_DOWN, lo + a] = b + 1
 
 
 #: Queries with at most this many relevance levels take the direct
@@ -699,25 +714,30 @@ PREFIX_DOCS = 4096
 def _hess_scratch(lmax):
     """Scratch of :func:`_hess_query` for queries of up to ``lmax`` documents.
 
-    A tuple ``(acc, P, tb, lb, cb, gh, gl, mh, ml)``: the running direct
-    sweep's ``LANES`` double-double accumulators (high parts, then errors),
-    the prefix form's states (rows of ``2 LANES``) and the per-document
-    buffers in score order.
+    A tuple ``(acc, P, tb, gh, gl, mh, ml)``: the running direct sweep's
+    ``LANES`` double-double accumulators (high parts, then errors), the
+    prefix form's states (rows of ``2 LANES``) and the per-document buffers
+    in score order.
     """
     rows = min(lmax, PREFIX_DOCS) + 1
     return (np.zeros(2 * LANES), np.empty(rows * 2 * LANES), np.empty(lmax),
-            np.empty(lmax, dtype=np.int64), np.empty(lmax), np.empty(lmax),
-            np.empty(lmax), np.empty(lmax), np.empty(lmax))
+            np.empty(lmax), np.empty(lmax), np.empty(lmax), np.empty(lmax))
 
 
 @njit(inline="always")
-def _hess_query(t, level, perm, lo, n, k, reach, l_plus, l_minus, out, th,
-                tl, sc, pfa, pf, pf_end, pf_step):
+def _sweep_rows(sweep):
+    """The four rows of a sweep record (:func:`record_sweeps`), as vectors."""
+    return sweep[SW_UP], sweep[SW_DOWN], sweep[SW_LEVEL], sweep[SW_COUNT]
+
+
+@njit(inline="always")
+def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc, pfa,
+                pf, pf_end, pf_step):
     """:func:`hess_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by score), their
-    sweeps' windows ``reach[:, lo:lo + n]``; writes ``out`` at those
-    indices.  Scratch: the tree ``th, tl`` (at least ``2 p`` nodes, ``p =
+    record ``up, down, lev, cnt`` (the rows of :func:`record_sweeps`) at
+    ``lo:lo + n``; writes ``out`` at those indices.  Scratch: the tree ``th, tl`` (at least ``2 p`` nodes, ``p =
     2^ceil(log2 k)``, slot 0 zero) and ``sc`` (:func:`_hess_scratch` of at
     least ``n``).  The direct per-level sweep for ``k <= DIRECT_LEVELS``
     (its prefix form up to :data:`PREFIX_DOCS` documents), the selection
@@ -725,32 +745,31 @@ def _hess_query(t, level, perm, lo, n, k, reach, l_plus, l_minus, out, th,
     :func:`refimpl.kernels.fused.hess_vec_one_pass`, which passes a
     prefetch cursor as :func:`_value_dz_query` does; returns the cursor.
     """
-    acc, P, tb, lb, cb, gh, gl, mh, ml = sc
+    acc, P, tb, gh, gl, mh, ml = sc
     for a in range(n):
-        j = perm[lo + a]
-        tb[a] = t[j]
-        lb[a] = level[j]
-        cb[a] = float(l_plus[j] + l_minus[j])
-    up = reach[0, lo:lo + n]
-    down = reach[1, lo:lo + n]
+        tb[a] = t[perm[lo + a]]
+    lb = lev[lo:lo + n]
+    cb = cnt[lo:lo + n]
+    ub = up[lo:lo + n]
+    db = down[lo:lo + n]
     if k <= DIRECT_LEVELS and n <= PREFIX_DOCS:
-        pf = _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml, pfa,
+        pf = _hess_prefix_direct(tb, lb, n, ub, db, P, gh, gl, mh, ml, pfa,
                                  pf, pf_end, pf_step)
     elif k <= DIRECT_LEVELS:
-        pf = _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml,
+        pf = _hess_sweeps_direct(tb, lb, n, ub, db, acc, gh, gl, mh, ml,
                                  pfa, pf, pf_end, pf_step)
     else:
-        pf = _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml,
+        pf = _hess_sweeps_tree(tb, lb, n, k, ub, db, th, tl, gh, gl, mh, ml,
                                pfa, pf, pf_end, pf_step)
     # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double, in score order
     # (contiguous: the loop vectorises), then scattered
     if n <= _SPLIT_FREE_COUNT:  # counts <= n - 1 < 2^26
         for a in range(n):
-            ph, pl = _count_prod(cb[a], tb[a])
+            ph, pl = _count_prod(float(cb[a]), tb[a])
             gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
     else:
         for a in range(n):
-            ph, pl = _two_prod(cb[a], tb[a])
+            ph, pl = _two_prod(float(cb[a]), tb[a])
             gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
     for a in range(n):
         out[perm[lo + a]] = gh[a]
@@ -805,7 +824,7 @@ def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml, pfa, pf,
     with level above ``m`` (upward sweep) or below ``m`` (downward sweep);
     one vector step per insertion
     (:func:`refimpl.kernels._ddlanes.dd_step`), and document ``a`` reads
-    lane ``level_a``.  The windows ``up``, ``down`` (:func:`sweep_reach`)
+    lane ``level_a``.  The windows ``up``, ``down`` (:func:`record_sweeps`)
     and the insertion order are the tree's.
     """
     acc[:] = 0.0
@@ -863,7 +882,7 @@ def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml, pfa,
 
 @njit(cache=True)
 def value_dz_selection_tree(
-    z, level, nlev, perm, order, indptr, margin, l_plus, l_minus, dz, reach
+    z, level, nlev, perm, order, indptr, margin, l_plus, l_minus, dz, sweep
 ):
     """Loss, score gradient and counts at ``z`` in one pass (eqs. 17-19).
 
@@ -906,8 +925,8 @@ def value_dz_selection_tree(
         Output counts (0 in one-level queries).
     dz : ndarray of float64, shape (n,)
         Output score gradient.
-    reach : ndarray of int64, shape (2, n)
-        Output: the sweeps' windows (:func:`sweep_reach`), for
+    sweep : ndarray of int64, shape (4, n)
+        Output: the sweep record (:func:`record_sweeps`), for
         :func:`hess_dz_selection_tree` at the same ``z``.
 
     Returns
@@ -955,7 +974,7 @@ def value_dz_selection_tree(
                 dz[i] = 0.0
             continue
         vh, vl, _ = _value_dz_query(z, level, perm, lo, n, k, margin, l_plus,
-                                    l_minus, dz, reach, vh, vl, cnt, s1h, s1l,
+                                    l_minus, dz, sweep, vh, vl, cnt, s1h, s1l,
                                     s2h, s2l, acc, zb, zs, lb, rh, rl, zb, 0,
                                     0, 0)
     return vh + vl
@@ -963,13 +982,13 @@ def value_dz_selection_tree(
 
 @njit(inline="always")
 def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
-                    reach, vh, vl, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb,
+                    sweep, vh, vl, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb,
                     rh, rl, pfa, pf, pf_end, pf_step):
     """:func:`value_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by ``z``); writes
-    ``l_plus``, ``l_minus`` and ``dz`` at those indices, the sweeps'
-    windows ``reach[:, lo:lo + n]`` (:func:`sweep_reach`), and returns the
+    ``l_plus``, ``l_minus`` and ``dz`` at those indices, the sweep record
+    ``sweep[:, lo:lo + n]`` (:func:`record_sweeps`), and returns the
     double-double loss ``vh + vl`` with this query's terms added, and the
     prefetch cursor.  Scratch: the tree ``cnt, s1h, s1l, s2h, s2l`` (at
     least ``2 p`` nodes, slot 0 zero), the direct sweep's ``acc`` (``5
@@ -986,6 +1005,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         j = perm[lo + a]
         zb[a] = z[j]
         lb[a] = level[j]
+        sweep[SW_LEVEL, lo + a] = level[j]
     # Sums are taken of z - sh, sh the query's median score, when every
     # such difference is exact (TwoSum error 0, e.g. all scores within a
     # factor 2 of sh): a common offset then costs nothing, in accuracy or
@@ -1032,7 +1052,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
                 s2l[m] += e + ql
                 m >>= 1
             b += 1
-        reach[0, lo + a] = b
+        sweep[SW_UP, lo + a] = b
         c = 0
         g1 = 0.0
         g1e = 0.0
@@ -1094,7 +1114,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
                 s1l[m] += e
                 m >>= 1
             b -= 1
-        reach[1, lo + a] = b + 1
+        sweep[SW_DOWN, lo + a] = b + 1
         c = 0
         g1 = 0.0
         g1e = 0.0
@@ -1113,6 +1133,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
             m >>= 1
         i = perm[lo + a]
         l_minus[i] = c
+        sweep[SW_COUNT, lo + a] = l_plus[i] + c
         # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
         dh, dl = _two_sum(margin, -zs[a])
         ph, pl = _dd_scale_count(float(c), dh, dl, small)

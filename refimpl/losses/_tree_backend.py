@@ -118,7 +118,7 @@ class _TreeBackend:
         self.l_plus = np.zeros(n, dtype=np.int64)
         self.l_minus = np.zeros(n, dtype=np.int64)
         self.dz = np.empty(n)
-        self.reach = np.zeros((2, n), dtype=np.int64)
+        self.sweep = np.zeros((4, n), dtype=np.int64)
         # scratch
         self._perm2 = np.empty(n, dtype=np.int64)
         self._lp = np.empty(n, dtype=np.int64)
@@ -126,7 +126,7 @@ class _TreeBackend:
         self._gp = np.empty(n)
         self._gm = np.empty(n)
         self._c = np.empty(n)
-        self._reach2 = np.zeros((2, n), dtype=np.int64)
+        self._sweep2 = np.zeros((4, n), dtype=np.int64)
         self._pending = None  # the z of the last value(), state in scratch
         self._pos = None  # position of each document in order (lazy)
 
@@ -155,22 +155,23 @@ class _TreeBackend:
         value = float(zc @ azz - 2.0 * d * (zc @ ae) + d * d * p_w)
         return max(value, 0.0), azz, ae, p_w
 
-    def _fused_value_dz(self, z, perm, lp, lm, dz, reach):
+    def _fused_value_dz(self, z, perm, lp, lm, dz, sweep):
         sort_by_score(z, self.order, self.indptr, perm)
         value = value_dz_selection_tree(z, self.level, self.nlev, perm,
                                         self.order, self.indptr, self.margin,
-                                        lp, lm, dz, reach)
+                                        lp, lm, dz, sweep)
         return max(float(value), 0.0)
 
     def value_dz(self, z):
         """Loss ``sum_SV (delta - z_i + z_j)^2`` and its gradient in ``z``.
 
-        Eqs. 18-19; caches ``z``, the sort and ``l^+-`` for :meth:`hess_dz`.
+        Eqs. 18-19; caches ``z``, the sort, ``l^+-`` and the sweep record
+        for :meth:`hess_dz`.
         """
         z = np.ascontiguousarray(z, dtype=np.float64)
         if self.method == "selection_tree":
             value = self._fused_value_dz(z, self.perm, self.l_plus,
-                                         self.l_minus, self.dz, self.reach)
+                                         self.l_minus, self.dz, self.sweep)
         else:
             sort_by_score(z, self.order, self.indptr, self.perm)
             value, azz, ae, _ = self._value_parts(z, self.perm, self.l_plus,
@@ -192,7 +193,7 @@ class _TreeBackend:
             # every score is 0): re-sort from the state's order
             if self.z is None or not np.any(self.z != self.z[0]):
                 value = self._fused_value_dz(z, self._perm2, self._lp,
-                                             self._lm, self._c, self._reach2)
+                                             self._lm, self._c, self._sweep2)
             else:
                 value = self._value_from_state_order(z)
             self._pending = z
@@ -216,7 +217,7 @@ class _TreeBackend:
         value = value_dz_selection_tree(z, self.level, self.nlev, self._perm2,
                                         self.order, self.indptr, self.margin,
                                         self._lp, self._lm, self._c,
-                                        self._reach2)
+                                        self._sweep2)
         return max(float(value), 0.0)
 
     @property
@@ -236,7 +237,7 @@ class _TreeBackend:
         self.l_plus, self._lp = self._lp, self.l_plus
         self.l_minus, self._lm = self._lm, self.l_minus
         self.dz, self._c = self._c, self.dz
-        self.reach, self._reach2 = self._reach2, self.reach
+        self.sweep, self._sweep2 = self._sweep2, self.sweep
         self._set_z(z)
         self._pending = None
 
@@ -256,9 +257,8 @@ class _TreeBackend:
             return np.zeros_like(t)
         if self.method == "selection_tree":
             out = np.empty(self.n)
-            hess_dz_selection_tree(t, self.level, self.nlev, self.perm,
-                                   self.order, self.indptr, self.reach,
-                                   self.l_plus, self.l_minus, out)
+            hess_dz_selection_tree(t, self.nlev, self.perm, self.order,
+                                   self.indptr, self.sweep, out)
             return out
         # general path (baselines): centre, counts and sums, assemble
         tc = self._centered(t)
@@ -372,7 +372,7 @@ class _OnePassTree(_TreeBackend):
         value = value_grad_one_pass(self.X, w, self.level, self.nlev,
                                     self.indptr, self.margin, self._zbuf,
                                     self.perm, self.l_plus, self.l_minus,
-                                    self.dz, self.reach, self.gradient)
+                                    self.dz, self.sweep, self.gradient)
         self.z = self._zbuf
         self._pending = None
         return max(float(value), 0.0), self.gradient
@@ -397,7 +397,6 @@ class _OnePassTree(_TreeBackend):
             row_dots(self.X, s, self._t)
             out[:] = 0.0
             return out, self._t
-        hess_vec_one_pass(self.X, s, self.level, self.nlev, self.perm,
-                          self.indptr, self.reach, self.l_plus, self.l_minus,
-                          self._t, self._u, out)
+        hess_vec_one_pass(self.X, s, self.nlev, self.perm, self.indptr,
+                          self.sweep, self._t, self._u, out)
         return out, self._t
