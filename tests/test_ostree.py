@@ -1052,11 +1052,11 @@ def _both_sweeps(zb, tb, lb, n, k, margin):
     res = np.full((3, 4, n), np.nan)
     if k <= LANES:
         kos._hess_prefix_direct(tb, lb, n, up, down, P, res[0, 0], res[0, 1],
-                                res[0, 2], res[0, 3], zb, 0, 0, 0)
+                                res[0, 2], res[0, 3])
         kos._hess_sweeps_direct(tb, lb, n, up, down, acc, res[2, 0],
-                                res[2, 1], res[2, 2], res[2, 3], zb, 0, 0, 0)
+                                res[2, 1], res[2, 2], res[2, 3])
     kos._hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, res[1, 0],
-                          res[1, 1], res[1, 2], res[1, 3], zb, 0, 0, 0)
+                          res[1, 1], res[1, 2], res[1, 3])
     return res
 
 

@@ -159,7 +159,12 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     that query (:func:`refimpl.kernels.ostree.hess_dz_selection_tree`:
     the direct per-level sweep up to eight levels, the selection tree
     above, double-double sums) give ``u_q = 2 A_q^T A_q t_q``, then
-    ``out += X_q^T u_q`` while ``X_q`` is in the cache.
+    ``out += X_q^T u_q`` while ``X_q`` is in the cache.  Unlike
+    :func:`value_grad_one_pass`, no software prefetch of the next query's
+    rows during the tree: the Hessian sweep is short (no sort, no
+    data-dependent branch), and prefetching into it made the product
+    slower (17.6-19.0 ms without against 19.2-20.3 ms with, measured in
+    alternation on the 301,916 x 136 problem).
 
     Parameters
     ----------
@@ -191,25 +196,20 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     sc = _hess_scratch(lmax)
     up, down, lev, cnt = _sweep_rows(sweep)
     out[:] = 0.0
-    xf = X.reshape(-1)
     nq = len(indptr) - 1
     for q in range(nq):
         lo = indptr[q]
         hi = indptr[q + 1]
         for r in range(lo, hi):
             t[r] = row_dot(X, r, s)
-        pf, pf_end, step = _next_rows(X, indptr, q, hi - lo)
         k = nlev[q]
         if k <= 1:  # no pairs: nothing to add
             for r in range(lo, hi):
                 u[r] = 0.0
         else:
-            pf = _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, u,
-                             th, tl, sc, xf, pf, pf_end, step)
-            pf = _rows_axpy(X, lo, hi, u, out, xf, pf, pf_end)
-        while pf < pf_end:
-            prefetch(xf, pf)
-            pf += 8
+            _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, u, th, tl,
+                        sc)
+            _rows_axpy(X, lo, hi, u, out, t, 0, 0)
 
 
 @njit(cache=True)

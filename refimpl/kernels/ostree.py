@@ -248,10 +248,10 @@ def _largest_query(nlev, indptr):
 def _prefetch_ahead(a, pf, pf_end, step):
     """Prefetch four cache lines of ``a`` from ``a[pf]`` (clamped to ``pf_end - 1``).
 
-    Returns the cursor advanced by ``step`` elements.  The one-pass kernels
-    of :mod:`refimpl.kernels.fused` spread the next query's rows of ``X``
-    over the tree sweeps of the current one, so that memory and arithmetic
-    overlap; no result depends on it.  Branch-free on purpose: a loop or a
+    Returns the cursor advanced by ``step`` elements.  The one-pass value
+    kernel (:func:`refimpl.kernels.fused.value_grad_one_pass`) spreads the
+    next query's rows of ``X`` over the sort and tree sweeps of the current
+    one, so that memory and arithmetic overlap; no result depends on it.  Branch-free on purpose: a loop or a
     test here, inside the sweeps, slows the tree down (2x measured); with
     ``step = 0`` it costs nothing.
     """
@@ -638,7 +638,7 @@ def hess_dz_selection_tree(
                 out[order[a]] = 0.0
             continue
         _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, out, th,
-                    tl, sc, th, 0, 0, 0)
+                    tl, sc)
 
 
 #: Rows of the sweep record (:func:`record_sweeps`).
@@ -731,8 +731,7 @@ def _sweep_rows(sweep):
 
 
 @njit(inline="always")
-def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc, pfa,
-                pf, pf_end, pf_step):
+def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc):
     """:func:`hess_dz_selection_tree` on one query of ``k >= 2`` levels.
 
     The query's documents are ``perm[lo:lo + n]`` (sorted by score), their
@@ -742,8 +741,7 @@ def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc, pfa,
     least ``n``).  The direct per-level sweep for ``k <= DIRECT_LEVELS``
     (its prefix form up to :data:`PREFIX_DOCS` documents), the selection
     tree above.  Shared with the one-pass kernel
-    :func:`refimpl.kernels.fused.hess_vec_one_pass`, which passes a
-    prefetch cursor as :func:`_value_dz_query` does; returns the cursor.
+    :func:`refimpl.kernels.fused.hess_vec_one_pass`.
     """
     acc, P, tb, gh, gl, mh, ml = sc
     for a in range(n):
@@ -753,14 +751,11 @@ def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc, pfa,
     ub = up[lo:lo + n]
     db = down[lo:lo + n]
     if k <= DIRECT_LEVELS and n <= PREFIX_DOCS:
-        pf = _hess_prefix_direct(tb, lb, n, ub, db, P, gh, gl, mh, ml, pfa,
-                                 pf, pf_end, pf_step)
+        _hess_prefix_direct(tb, lb, n, ub, db, P, gh, gl, mh, ml)
     elif k <= DIRECT_LEVELS:
-        pf = _hess_sweeps_direct(tb, lb, n, ub, db, acc, gh, gl, mh, ml,
-                                 pfa, pf, pf_end, pf_step)
+        _hess_sweeps_direct(tb, lb, n, ub, db, acc, gh, gl, mh, ml)
     else:
-        pf = _hess_sweeps_tree(tb, lb, n, k, ub, db, th, tl, gh, gl, mh, ml,
-                               pfa, pf, pf_end, pf_step)
+        _hess_sweeps_tree(tb, lb, n, k, ub, db, th, tl, gh, gl, mh, ml)
     # (l^+ + l^-) t_i - gamma^+ - gamma^- in double-double, in score order
     # (contiguous: the loop vectorises), then scattered
     if n <= _SPLIT_FREE_COUNT:  # counts <= n - 1 < 2^26
@@ -773,7 +768,6 @@ def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, th, tl, sc, pfa,
             gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
     for a in range(n):
         out[perm[lo + a]] = gh[a]
-    return pf
 
 
 @njit(inline="always")
@@ -787,8 +781,7 @@ def _hess_assemble(ph, pl, g1, g1e, g2, g2e):
 
 
 @njit(inline="always")
-def _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml, pfa, pf,
-                        pf_end, pf_step):
+def _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml):
     """``gamma^+-`` of one query by the direct sweep in prefix form.
 
     :func:`_hess_sweeps_direct` without its data-dependent loop: row ``b``
@@ -801,22 +794,18 @@ def _hess_prefix_direct(tb, lb, n, up, down, P, gh, gl, mh, ml, pfa, pf,
     width = 2 * LANES
     dd_prefix(P, tb, lb, n, True)
     for a in range(n):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         o = up[a] * width + lb[a]
         gh[a] = P[o]
         gl[a] = P[o + LANES]
     dd_prefix(P, tb, lb, n, False)
     for a in range(n):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         o = down[a] * width + lb[a]
         mh[a] = P[o]
         ml[a] = P[o + LANES]
-    return pf
 
 
 @njit(inline="always")
-def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml, pfa, pf,
-                        pf_end, pf_step):
+def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml):
     """``gamma^+-`` of one query by the direct per-level sweep.
 
     Lane ``m`` of ``acc`` (``LANES`` high parts, then their errors) holds
@@ -830,7 +819,6 @@ def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml, pfa, pf,
     acc[:] = 0.0
     b = 0
     for a in range(n):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         while b < up[a]:
             dd_step(acc, tb[b], lb[b], True)
             b += 1
@@ -839,18 +827,15 @@ def _hess_sweeps_direct(tb, lb, n, up, down, acc, gh, gl, mh, ml, pfa, pf,
     acc[:] = 0.0
     b = n - 1
     for a in range(n - 1, -1, -1):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         while b >= down[a]:
             dd_step(acc, tb[b], lb[b], False)
             b -= 1
         mh[a] = acc[lb[a]]
         ml[a] = acc[LANES + lb[a]]
-    return pf
 
 
 @njit(inline="always")
-def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml, pfa,
-                      pf, pf_end, pf_step):
+def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml):
     """``gamma^+-`` of one query by the selection tree (any ``k``)."""
     p = _pow2_at_least(k)
     # ---- gamma^+ : increasing z, right siblings met from a left child --
@@ -858,7 +843,6 @@ def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml, pfa,
     tl[1 : 2 * p] = 0.0
     b = 0
     for a in range(n):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         while b < up[a]:
             _dd_insert(th, tl, p + lb[b], tb[b])
             b += 1
@@ -870,14 +854,12 @@ def _hess_sweeps_tree(tb, lb, n, k, up, down, th, tl, gh, gl, mh, ml, pfa,
     tl[1 : 2 * p] = 0.0
     b = n - 1
     for a in range(n - 1, -1, -1):
-        pf = _prefetch_ahead(pfa, pf, pf_end, pf_step)
         while b >= down[a]:
             _dd_insert(th, tl, p + lb[b], tb[b])
             b -= 1
         g, ge = _dd_siblings(th, tl, p + lb[a], False)
         mh[a] = g
         ml[a] = ge
-    return pf
 
 
 @njit(cache=True)
