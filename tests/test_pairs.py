@@ -378,3 +378,32 @@ def test_loss_groups_qid_once(monkeypatch, backend):
     PairwiseSquaredHinge(X, rng.integers(0, 3, 30), rng.integers(0, 4, 30),
                          backend=backend)
     assert len(calls) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 60), st.booleans())
+def test_label_scan_and_sort_paths_agree(seed, n_docs, signed_zero):
+    """Queries with at most LABEL_SCAN distinct labels are scanned, the
+    others sorted: pair counts equal the brute force and the levels equal
+    the dense ranks of np.unique on both paths (-0.0 and 0.0 one label)."""
+    from refimpl.kernels import ostree as kos
+    from refimpl.sv_stats import query_levels
+
+    rng = np.random.default_rng(seed)
+    n_labels = int(rng.integers(1, 2 * kpairs.LABEL_SCAN + 2))
+    y = rng.integers(0, n_labels, n_docs).astype(np.float64) - n_labels // 2
+    if signed_zero:
+        y[y == 0.0] = rng.choice([0.0, -0.0], int(np.sum(y == 0.0)))
+    qid = rng.integers(0, 3, n_docs)
+    counts = pair_counts(y, qid)
+    for q, c in zip(np.unique(qid), counts):
+        yq = y[qid == q]
+        assert c == int(np.sum(yq[:, None] > yq[None, :]))
+    order, indptr = stable_grouping(qid)
+    level, nlev = query_levels(y, order, indptr)
+    for q in range(len(indptr) - 1):
+        idx = order[indptr[q]:indptr[q + 1]]
+        uniq, inv = np.unique(y[idx], return_inverse=True)
+        np.testing.assert_array_equal(level[idx], inv)
+        assert nlev[q] == len(uniq)
+    assert kos.LABEL_SCAN == kpairs.LABEL_SCAN

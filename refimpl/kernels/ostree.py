@@ -46,6 +46,7 @@ from numba import njit
 
 from ._ddlanes import LANES, dd_prefix, dd_step, dd_step_counted
 from ._simd import prefetch
+from .pairs import LABEL_SCAN, distinct_labels
 
 # --------------------------------------------------------------------------
 # input preparation
@@ -68,11 +69,28 @@ def label_levels(y, order, indptr, level, nlev):
     nlev : ndarray of int64, shape (n_queries,)
         Output: number ``k_q`` of distinct labels of query ``q``.
 
+    Queries of at most :data:`refimpl.kernels.pairs.LABEL_SCAN` distinct
+    labels take them from :func:`refimpl.kernels.pairs.distinct_labels`
+    (a linear scan, no allocation); the others are sorted.
+
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
+    vals = np.empty(LABEL_SCAN)
+    counts = np.empty(LABEL_SCAN, dtype=np.int64)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
+        k = distinct_labels(y, order, lo, hi, vals, counts)
+        if k >= 0:
+            for a in range(lo, hi):
+                i = order[a]
+                v = y[i]
+                r = 0
+                for m in range(k):  # v is among vals[:k]
+                    r += vals[m] < v
+                level[i] = r
+            nlev[q] = k
+            continue
         idx = order[lo:hi]
         s = np.argsort(y[idx], kind="mergesort")
         r = -1
