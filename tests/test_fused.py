@@ -407,3 +407,29 @@ def test_sort_from_a_previous_order_is_the_stable_sort(inst, seed, start):
         zb = np.empty(max(1, int(np.diff(g.indptr).max())))
         f(z, g.order, g.indptr, pos, prev, perm, zb)
         np.testing.assert_array_equal(perm, ref)
+
+
+@pytest.mark.parametrize("case", ["long query", "many levels", "prefix only"])
+def test_one_pass_hessian_paths_equal_two_pass(case):
+    """Each path of the one-pass Hessian product (the loop with the prefix
+    form alone, and the loop that also takes the running sweep of a query
+    longer than PREFIX_DOCS or the tree of one with more than
+    DIRECT_LEVELS levels) gives the score-space product of the two-pass
+    kernel bit for bit."""
+    rng = np.random.default_rng(5)
+    sizes = {"long query": [kos.PREFIX_DOCS + 300, 40, 7],
+             "many levels": [60, 40, 7], "prefix only": [60, 40, 7]}[case]
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    top = 30 if case == "many levels" else 5
+    y = rng.integers(0, top, len(qid)).astype(np.float64)
+    X = rng.normal(size=(len(qid), 5))
+    w, s = rng.normal(size=5), rng.normal(size=5)
+    b = tb._OnePassTree(X, 1.0, y, group_queries(qid))
+    b.value_grad(w)
+    _, t_rows = b.hess_vec(s)
+    two = tb._TreeBackend(None, len(qid), 1.0, y, group_queries(qid))
+    two.value_dz(b.z.copy())
+    np.testing.assert_array_equal(two.hess_dz(t_rows), b._u)
+    kmax = int(b.nlev.max())
+    lmax = int(np.diff(b.indptr).max())
+    assert kos._prefix_only(kmax, lmax) == (case == "prefix only")

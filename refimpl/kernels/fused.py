@@ -49,10 +49,12 @@ from ._ddlanes import LANES
 from ._simd import prefetch, row_dot
 from .ostree import (
     _hess_query,
+    _hess_query_prefix,
     _hess_scratch,
     _largest_query,
     _pow2_at_least,
     _prefetch_ahead,
+    _prefix_only,
     _sort_query,
     _sweep_rows,
     _value_dz_query,
@@ -190,24 +192,34 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax, lmax = _largest_query(nlev, indptr)
-    pmax = _pow2_at_least(kmax)
-    th = np.zeros(2 * pmax)
-    tl = np.zeros(2 * pmax)
-    sc = _hess_scratch(lmax)
+    sc = _hess_scratch(kmax, lmax)
     up, down, lev, cnt = _sweep_rows(sweep)
     out[:] = 0.0
     nq = len(indptr) - 1
+    if _prefix_only(kmax, lmax):  # the same loop, one path in it
+        for q in range(nq):
+            lo = indptr[q]
+            hi = indptr[q + 1]
+            for r in range(lo, hi):
+                t[r] = row_dot(X, r, s)
+            if nlev[q] <= 1:  # no pairs: nothing to add
+                for r in range(lo, hi):
+                    u[r] = 0.0
+            else:
+                _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt,
+                                   u, sc)
+                _rows_axpy(X, lo, hi, u, out, t, 0, 0)
+        return
     for q in range(nq):
         lo = indptr[q]
         hi = indptr[q + 1]
         for r in range(lo, hi):
             t[r] = row_dot(X, r, s)
-        k = nlev[q]
-        if k <= 1:  # no pairs: nothing to add
+        if nlev[q] <= 1:
             for r in range(lo, hi):
                 u[r] = 0.0
         else:
-            _hess_query(t, perm, lo, hi - lo, k, up, down, lev, cnt, u, th, tl,
+            _hess_query(t, perm, lo, hi - lo, nlev[q], up, down, lev, cnt, u,
                         sc)
             _rows_axpy(X, lo, hi, u, out, t, 0, 0)
 
