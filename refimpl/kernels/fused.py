@@ -192,25 +192,40 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax, lmax = _largest_query(nlev, indptr)
+    out[:] = 0.0
+    if _prefix_only(kmax, lmax):
+        _hess_vec_prefix(X, s, nlev, perm, indptr, sweep, t, u, out, lmax)
+    else:
+        _hess_vec_general(X, s, nlev, perm, indptr, sweep, t, u, out, kmax,
+                          lmax)
+
+
+@njit(cache=True)
+def _hess_vec_prefix(X, s, nlev, perm, indptr, sweep, t, u, out, lmax):
+    """:func:`hess_vec_one_pass` when every query takes the prefix form
+    (:func:`refimpl.kernels.ostree._prefix_only`)."""
+    sc = _hess_scratch(1, lmax)
+    up, down, lev, cnt = _sweep_rows(sweep)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        for r in range(lo, hi):
+            t[r] = row_dot(X, r, s)
+        if nlev[q] <= 1:  # no pairs: nothing to add
+            for r in range(lo, hi):
+                u[r] = 0.0
+        else:
+            _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt, u,
+                               sc)
+            _rows_axpy(X, lo, hi, u, out, t, 0, 0)
+
+
+@njit(cache=True)
+def _hess_vec_general(X, s, nlev, perm, indptr, sweep, t, u, out, kmax, lmax):
+    """:func:`hess_vec_one_pass`, each query by the path it takes."""
     sc = _hess_scratch(kmax, lmax)
     up, down, lev, cnt = _sweep_rows(sweep)
-    out[:] = 0.0
-    nq = len(indptr) - 1
-    if _prefix_only(kmax, lmax):  # the same loop, one path in it
-        for q in range(nq):
-            lo = indptr[q]
-            hi = indptr[q + 1]
-            for r in range(lo, hi):
-                t[r] = row_dot(X, r, s)
-            if nlev[q] <= 1:  # no pairs: nothing to add
-                for r in range(lo, hi):
-                    u[r] = 0.0
-            else:
-                _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt,
-                                   u, sc)
-                _rows_axpy(X, lo, hi, u, out, t, 0, 0)
-        return
-    for q in range(nq):
+    for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
         for r in range(lo, hi):

@@ -641,28 +641,41 @@ def hess_dz_selection_tree(
     Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax, lmax = _largest_query(nlev, indptr)
+    if _prefix_only(kmax, lmax):
+        _hess_dz_prefix(t, nlev, perm, order, indptr, sweep, out, lmax)
+    else:
+        _hess_dz_general(t, nlev, perm, order, indptr, sweep, out, kmax, lmax)
+
+
+@njit(cache=True)
+def _hess_dz_prefix(t, nlev, perm, order, indptr, sweep, out, lmax):
+    """:func:`hess_dz_selection_tree` when every query takes the prefix form."""
+    sc = _hess_scratch(1, lmax)
+    up, down, lev, cnt = _sweep_rows(sweep)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        if nlev[q] <= 1:  # no pairs: A_w has no row in this query
+            for a in range(lo, hi):
+                out[order[a]] = 0.0
+            continue
+        _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt, out, sc)
+
+
+@njit(cache=True)
+def _hess_dz_general(t, nlev, perm, order, indptr, sweep, out, kmax, lmax):
+    """:func:`hess_dz_selection_tree`, each query by the path it takes."""
     sc = _hess_scratch(kmax, lmax)
     up, down, lev, cnt = _sweep_rows(sweep)
-    if _prefix_only(kmax, lmax):
-        for q in range(len(indptr) - 1):
-            lo = indptr[q]
-            hi = indptr[q + 1]
-            if nlev[q] <= 1:  # no pairs: A_w has no row in this query
-                for a in range(lo, hi):
-                    out[order[a]] = 0.0
-                continue
-            _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt, out,
-                               sc)
-    else:
-        for q in range(len(indptr) - 1):
-            lo = indptr[q]
-            hi = indptr[q + 1]
-            if nlev[q] <= 1:
-                for a in range(lo, hi):
-                    out[order[a]] = 0.0
-                continue
-            _hess_query(t, perm, lo, hi - lo, nlev[q], up, down, lev, cnt,
-                        out, sc)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        if nlev[q] <= 1:
+            for a in range(lo, hi):
+                out[order[a]] = 0.0
+            continue
+        _hess_query(t, perm, lo, hi - lo, nlev[q], up, down, lev, cnt, out,
+                    sc)
 
 
 #: Rows of the sweep record (:func:`record_sweeps`).
@@ -756,9 +769,11 @@ def _hess_scratch(kmax, lmax):
 def _prefix_only(kmax, lmax):
     """Whether every query takes the prefix form of the direct sweep.
 
-    The kernels then run a loop with that form alone: with the other two
-    paths inlined beside it, the same loop took 1.6x the time on MQ2008
-    (0.12 against 0.074 ms per product), though it never took them.
+    The kernels then run a loop with that form alone, compiled on its own:
+    with the other two paths inlined beside it, the same loop took 1.6x the
+    time on MQ2008 (0.12 against 0.074 ms per product), though it never
+    took them, and in the same function as the general loop 3 % more on the
+    301,916 x 136 problem.
     """
     return kmax <= DIRECT_LEVELS and lmax <= PREFIX_DOCS
 
