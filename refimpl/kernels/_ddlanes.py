@@ -41,6 +41,14 @@ from numba.extending import intrinsic, overload
 LANES = 8
 
 
+def _two_sum_ir(builder, h, v):
+    """IR of Knuth's TwoSum per lane: ``(s, e)`` with ``s + e = h + v``."""
+    s = builder.fadd(h, v)
+    b = builder.fsub(s, h)
+    e = builder.fadd(builder.fsub(h, builder.fsub(s, b)), builder.fsub(v, b))
+    return s, e
+
+
 def dd_step(acc, x, lev, above):
     """Reference: the per-lane TwoSum of the module docstring."""
     for m in range(LANES):
@@ -88,10 +96,7 @@ def _make(above):
             idx = ir.Constant(ivec, list(range(LANES)))
             mask = builder.icmp_signed(">" if above else "<", ls, idx)
             v = builder.select(mask, xs, ir.Constant(vec, [0.0] * LANES))
-            s = builder.fadd(h, v)
-            b = builder.fsub(s, h)
-            e = builder.fadd(builder.fsub(h, builder.fsub(s, b)),
-                             builder.fsub(v, b))
+            s, e = _two_sum_ir(builder, h, v)
             builder.store(s, hp, align=8)
             builder.store(builder.fadd(lo, e), lp, align=8)
             return context.get_dummy_value()
@@ -195,10 +200,7 @@ def _make_counted(above, squares):
                 h = builder.load(hp, align=8)
                 lo = builder.load(lp, align=8)
                 v = builder.select(mask, splat(val, undef_d), zeros)
-                s = builder.fadd(h, v)
-                b = builder.fsub(s, h)
-                e = builder.fadd(builder.fsub(h, builder.fsub(s, b)),
-                                 builder.fsub(v, b))
+                s, e = _two_sum_ir(builder, h, v)
                 if extra is not None:
                     e = builder.fadd(e, builder.select(
                         mask, splat(extra, undef_d), zeros))
@@ -321,10 +323,7 @@ def _make_prefix(above):
                 mask = builder.icmp_signed(">" if above else "<", ls, idx)
                 v = builder.select(mask, xs, zeros)
                 hv = builder.load(h)
-                s = builder.fadd(hv, v)
-                bb = builder.fsub(s, hv)
-                e = builder.fadd(builder.fsub(hv, builder.fsub(s, bb)),
-                                 builder.fsub(v, bb))
+                s, e = _two_sum_ir(builder, hv, v)
                 lv2 = builder.fadd(builder.load(lo), e)
                 builder.store(s, h)
                 builder.store(lv2, lo)
