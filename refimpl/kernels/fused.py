@@ -49,53 +49,17 @@ from ._ddlanes import LANES
 from ._simd import prefetch, row_dot
 from .ostree import (
     _hess_query,
-    _hess_query_prefix,
+    _hess_prefix_loop,
     _hess_scratch,
     _largest_query,
     _pow2_at_least,
     _prefetch_ahead,
     _prefix_only,
+    _rows_axpy,
     _sort_query,
     _sweep_rows,
     _value_dz_query,
 )
-
-
-@njit(inline="always")
-def _rows_axpy(X, lo, hi, u, out, pfa, pf, pf_end):
-    """``out += sum_{r = lo}^{hi - 1} u[r] X[r]``, row after row.
-
-    Each ``out[j]`` receives the terms ``u[r] X[r, j]`` in row order, four
-    rows per sweep over ``out`` (the same sums as one row at a time, with a
-    quarter of the loads and stores of ``out``); rows with ``u[r] == 0``
-    add zeros.  Four cache lines of the prefetch cursor ``pfa[pf:pf_end]``
-    per four rows; returns the cursor.
-    """
-    d = X.shape[1]
-    r = lo
-    while r + 4 <= hi:
-        if pf < pf_end:
-            pf = _prefetch_ahead(pfa, pf, pf_end, 32)
-        c0 = u[r]
-        c1 = u[r + 1]
-        c2 = u[r + 2]
-        c3 = u[r + 3]
-        if c0 != 0.0 or c1 != 0.0 or c2 != 0.0 or c3 != 0.0:
-            for j in range(d):
-                o = out[j]
-                o += X[r, j] * c0
-                o += X[r + 1, j] * c1
-                o += X[r + 2, j] * c2
-                o += X[r + 3, j] * c3
-                out[j] = o
-        r += 4
-    for rr in range(r, hi):
-        c = u[rr]
-        if c == 0.0:
-            continue
-        for j in range(d):
-            out[j] += X[rr, j] * c
-    return pf
 
 
 @njit(inline="always")
@@ -194,30 +158,11 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     kmax, lmax = _largest_query(nlev, indptr)
     out[:] = 0.0
     if _prefix_only(kmax, lmax):
-        _hess_vec_prefix(X, s, nlev, perm, indptr, sweep, t, u, out, lmax)
+        _hess_prefix_loop(X, s, t, nlev, perm, perm, indptr, sweep, u, out,
+                          lmax)
     else:
         _hess_vec_general(X, s, nlev, perm, indptr, sweep, t, u, out, kmax,
                           lmax)
-
-
-@njit(cache=True)
-def _hess_vec_prefix(X, s, nlev, perm, indptr, sweep, t, u, out, lmax):
-    """:func:`hess_vec_one_pass` when every query takes the prefix form
-    (:func:`refimpl.kernels.ostree._prefix_only`)."""
-    sc = _hess_scratch(1, lmax)
-    up, down, lev, cnt = _sweep_rows(sweep)
-    for q in range(len(indptr) - 1):
-        lo = indptr[q]
-        hi = indptr[q + 1]
-        for r in range(lo, hi):
-            t[r] = row_dot(X, r, s)
-        if nlev[q] <= 1:  # no pairs: nothing to add
-            for r in range(lo, hi):
-                u[r] = 0.0
-        else:
-            _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt, u,
-                               sc)
-            _rows_axpy(X, lo, hi, u, out, t, 0, 0)
 
 
 @njit(cache=True)

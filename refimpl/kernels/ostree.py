@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit
 
 from ._ddlanes import LANES, dd_prefix, dd_step, dd_step_counted
-from ._simd import prefetch
+from ._simd import prefetch, row_dot
 from .pairs import LABEL_SCAN, distinct_labels
 
 # --------------------------------------------------------------------------
@@ -281,6 +281,43 @@ def _prefetch_ahead(a, pf, pf_end, step):
     prefetch(a, min(pf + 16, last))
     prefetch(a, min(pf + 24, last))
     return min(pf + step, max(pf_end, pf))
+
+
+@njit(inline="always")
+def _rows_axpy(X, lo, hi, u, out, pfa, pf, pf_end):
+    """``out += sum_{r = lo}^{hi - 1} u[r] X[r]``, row after row.
+
+    Each ``out[j]`` receives the terms ``u[r] X[r, j]`` in row order, four
+    rows per sweep over ``out`` (the same sums as one row at a time, with a
+    quarter of the loads and stores of ``out``); rows with ``u[r] == 0``
+    add zeros.  Four cache lines of the prefetch cursor ``pfa[pf:pf_end]``
+    per four rows; returns the cursor.
+    """
+    d = X.shape[1]
+    r = lo
+    while r + 4 <= hi:
+        if pf < pf_end:
+            pf = _prefetch_ahead(pfa, pf, pf_end, 32)
+        c0 = u[r]
+        c1 = u[r + 1]
+        c2 = u[r + 2]
+        c3 = u[r + 3]
+        if c0 != 0.0 or c1 != 0.0 or c2 != 0.0 or c3 != 0.0:
+            for j in range(d):
+                o = out[j]
+                o += X[r, j] * c0
+                o += X[r + 1, j] * c1
+                o += X[r + 2, j] * c2
+                o += X[r + 3, j] * c3
+                out[j] = o
+        r += 4
+    for rr in range(r, hi):
+        c = u[rr]
+        if c == 0.0:
+            continue
+        for j in range(d):
+            out[j] += X[rr, j] * c
+    return pf
 
 
 @njit(cache=True)
@@ -642,24 +679,10 @@ def hess_dz_selection_tree(
     """
     kmax, lmax = _largest_query(nlev, indptr)
     if _prefix_only(kmax, lmax):
-        _hess_dz_prefix(t, nlev, perm, order, indptr, sweep, out, lmax)
+        _hess_prefix_loop(None, None, t, nlev, perm, order, indptr, sweep,
+                          out, None, lmax)
     else:
         _hess_dz_general(t, nlev, perm, order, indptr, sweep, out, kmax, lmax)
-
-
-@njit(cache=True)
-def _hess_dz_prefix(t, nlev, perm, order, indptr, sweep, out, lmax):
-    """:func:`hess_dz_selection_tree` when every query takes the prefix form."""
-    sc = _hess_scratch(1, lmax)
-    up, down, lev, cnt = _sweep_rows(sweep)
-    for q in range(len(indptr) - 1):
-        lo = indptr[q]
-        hi = indptr[q + 1]
-        if nlev[q] <= 1:  # no pairs: A_w has no row in this query
-            for a in range(lo, hi):
-                out[order[a]] = 0.0
-            continue
-        _hess_query_prefix(t, perm, lo, hi - lo, up, down, lev, cnt, out, sc)
 
 
 @njit(cache=True)
@@ -778,20 +801,61 @@ def _prefix_only(kmax, lmax):
     return kmax <= DIRECT_LEVELS and lmax <= PREFIX_DOCS
 
 
-@njit(inline="always")
-def _hess_query_prefix(t, perm, lo, n, up, down, lev, cnt, out, sc):
-    """:func:`_hess_query` for a query that takes the prefix form."""
-    P, tb, gh, gl, mh, ml = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
-    for a in range(n):
-        tb[a] = t[perm[lo + a]]
-    cb = cnt[lo:lo + n]
-    _hess_prefix_direct(tb, lev[lo:lo + n], n, up[lo:lo + n],
-                        down[lo:lo + n], P, gh, gl, mh, ml)
-    for a in range(n):  # n <= PREFIX_DOCS: counts < 2^26
-        ph, pl = _count_prod(float(cb[a]), tb[a])
-        gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
-    for a in range(n):
-        out[perm[lo + a]] = gh[a]
+@njit(cache=True)
+def _hess_prefix_loop(X, s, t, nlev, perm, order, indptr, sweep, u, out,
+                      lmax):
+    """The Hessian product of every query by the prefix form of the sweep.
+
+    With ``X`` and ``s`` ``None`` (:func:`hess_dz_selection_tree`): ``u = 2
+    A_w^T A_w t`` from the given ``t``.  With them (the one-pass kernel
+    :func:`refimpl.kernels.fused.hess_vec_one_pass`, documents = rows of
+    ``X``): per query first ``t_q = X_q s``, then ``u_q``, then ``out +=
+    X_q^T u_q``.  numba compiles the two uses apart (``X is None`` is known
+    from the argument's type).  The per-query body is written out in the
+    loop on purpose: as an inlined function of fifteen array arguments it
+    took 1.5x the time on MQ2008 (0.08 against 0.053 ms), the cost of
+    passing the arrays once per query.  Every query must qualify
+    (:func:`_prefix_only`); the results are those of :func:`_hess_query`.
+    """
+    width = 2 * LANES
+    P = np.empty((min(lmax, PREFIX_DOCS) + 1) * width)
+    tb = np.empty(lmax)
+    gh = np.empty(lmax)
+    gl = np.empty(lmax)
+    mh = np.empty(lmax)
+    ml = np.empty(lmax)
+    up, down, lev, cnt = _sweep_rows(sweep)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        n = hi - lo
+        if X is not None:
+            for r in range(lo, hi):
+                t[r] = row_dot(X, r, s)
+        if nlev[q] <= 1:  # no pairs: A_w has no row in this query
+            for a in range(lo, hi):
+                u[order[a]] = 0.0
+            continue
+        for a in range(n):
+            tb[a] = t[perm[lo + a]]
+        lb = lev[lo:hi]
+        dd_prefix(P, tb, lb, n, True)
+        for a in range(n):
+            o = up[lo + a] * width + lb[a]
+            gh[a] = P[o]
+            gl[a] = P[o + LANES]
+        dd_prefix(P, tb, lb, n, False)
+        for a in range(n):
+            o = down[lo + a] * width + lb[a]
+            mh[a] = P[o]
+            ml[a] = P[o + LANES]
+        for a in range(n):  # n <= PREFIX_DOCS: counts < 2^26
+            ph, pl = _count_prod(float(cnt[lo + a]), tb[a])
+            gh[a] = _hess_assemble(ph, pl, gh[a], gl[a], mh[a], ml[a])
+        for a in range(n):
+            u[perm[lo + a]] = gh[a]
+        if X is not None:
+            _rows_axpy(X, lo, hi, u, out, t, 0, 0)
 
 
 @njit(inline="always")
@@ -812,7 +876,7 @@ def _hess_query(t, perm, lo, n, k, up, down, lev, cnt, out, sc):
     up to :data:`PREFIX_DOCS` documents), the selection tree above.  Shared
     with the one-pass kernel :func:`refimpl.kernels.fused.hess_vec_one_pass`;
     where every query takes the prefix form, both run
-    :func:`_hess_query_prefix` instead (:func:`_prefix_only`).
+    :func:`_hess_prefix_loop` instead (:func:`_prefix_only`).
     """
     P, tb, gh, gl, mh, ml, acc, th, tl = sc
     for a in range(n):
