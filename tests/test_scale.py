@@ -131,3 +131,36 @@ def test_runner_reports_a_refused_task(monkeypatch):
     assert row["status"] == "ok"
     assert row["backend"] == "-" and row["est_peak_mb"] > 0
     assert row["load_time"] >= 0
+
+
+def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
+    """The one-pass tree backend copies a training matrix whose queries are
+    not adjacent rows (from ONE_PASS_MIN_BYTES to ONE_PASS_COPY_MAX_BYTES):
+    the estimate counts that copy, and check_task finds out which case it is."""
+    from refimpl.losses.squared_hinge import ONE_PASS_MIN_BYTES
+
+    mid = {"n_docs": 100_000, "n_pairs": 10_000_000, "n_features": 136,
+           "max_query": 200, "data_bytes": 3 * 100_000 * 136 * 8}
+    X = 100_000 * 136 * 8
+    assert X >= ONE_PASS_MIN_BYTES
+    _, grouped = estimate_peak("ranksvm", {}, **mid)
+    _, scattered = estimate_peak("ranksvm", {}, grouped=False, **mid)
+    assert "grouped copy" not in grouped
+    assert scattered["grouped copy"] == X
+    _, forced = estimate_peak("ranksvm", {"one_pass": False}, grouped=False,
+                              **mid)
+    assert "grouped copy" not in forced
+    _, small = estimate_peak("ranksvm", {}, grouped=False, **SMALL)
+    assert "grouped copy" not in small          # below ONE_PASS_MIN_BYTES
+
+    rng = np.random.default_rng(1)
+    n = ONE_PASS_MIN_BYTES // (8 * 8) + 1000
+    X = rng.random((n, 8))
+    y = rng.integers(0, 3, n)
+    adjacent = np.repeat(np.arange(n // 50 + 1), 50)[:n]
+    for qid, copied in ((adjacent, False), (rng.permutation(adjacent), True)):
+        part = RankingData(X, y, qid)
+        fold = LetorFold(name="t", fold=1, train=part, vali=part, test=part)
+        est = check_task("ranksvm", {"backend": "tree"}, fold, n_pairs=10 * n,
+                         available=None)
+        assert ("grouped copy" in est.terms) == copied

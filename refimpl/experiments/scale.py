@@ -36,6 +36,8 @@ from ..exceptions import DataError
 from ..losses.squared_hinge import (
     AUTO_MAX_PAIR_BYTES,
     BYTES_PER_PAIR,
+    ONE_PASS_COPY_MAX_BYTES,
+    ONE_PASS_MIN_BYTES,
     choose_backend,
 )
 
@@ -57,9 +59,10 @@ MEMORY_FRACTION = 0.8
 #: SciPy, scikit-learn, numba and its compiled kernels (measured ~0.35 GB).
 BASE_BYTES = 600 * 2**20
 #: Per document, the O(l) arrays of the tree backend (order, levels, the sort,
-#: l+-, gradients, scratch: about 16 int64/float64) plus the score vectors of
-#: the solvers (a few more).
-TREE_BYTES_PER_DOC = 24 * 8
+#: l+-, gradients, scratch: about 16 int64/float64; the sweep record of the
+#: state and of a trial point, 8 more) plus the score vectors of the solvers
+#: (a few more).
+TREE_BYTES_PER_DOC = 32 * 8
 #: Document pairs ``(a, b)`` whose sign rows ``kendall_similarity`` builds at
 #: once (its ``chunk``); the longest query bounds it too.
 SIGN_CHUNK = 1 << 17
@@ -135,7 +138,7 @@ def _hinge_backend(params, n_docs, n_pairs):
 
 
 def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
-                  data_bytes):
+                  data_bytes, grouped=True):
     """Estimated peak memory of one task, by term, and its loss backend.
 
     Parameters
@@ -150,6 +153,12 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
         Documents in the longest training query.
     data_bytes : int
         Bytes of the loaded fold (train, validation and test matrices).
+    grouped : bool, optional
+        Whether each training query's documents are adjacent rows
+        (:func:`refimpl.losses._tree_backend.query_runs`; LETOR files).  If
+        not, the one-pass tree backend works on a query-grouped copy of the
+        training matrix, counted here when it makes one (dense ``X`` from
+        ``ONE_PASS_MIN_BYTES`` to ``ONE_PASS_COPY_MAX_BYTES``).
 
     Returns
     -------
@@ -166,6 +175,9 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
         backend = _hinge_backend(params, n_docs, n_pairs)
         if backend == "tree":
             terms["tree"] = n_docs * TREE_BYTES_PER_DOC
+            if (not grouped and params.get("one_pass", "auto") == "auto"
+                    and ONE_PASS_MIN_BYTES <= X <= ONE_PASS_COPY_MAX_BYTES):
+                terms["grouped copy"] = X
         else:
             per_pair = BYTES_PER_PAIR + (40 if backend == "numpy" else 0)
             if name == "fenchelrank" and params.get("linesearch", "auto") in ("auto", "pairs"):
@@ -197,14 +209,14 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
 
 
 def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
-                data_bytes, available=None):
+                data_bytes, available=None, grouped=True):
     """Refuse a task that cannot run at this size, before it allocates.
 
     Derived in: book/07_side_by_side.md#side-by-side
 
     Parameters
     ----------
-    name, params, n_docs, n_pairs, n_features, max_query, data_bytes :
+    name, params, n_docs, n_pairs, n_features, max_query, data_bytes, grouped :
         As :func:`estimate_peak`.
     available : int, optional
         Bytes available (default: :func:`available_memory`).
@@ -223,7 +235,7 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
     """
     backend, terms = estimate_peak(
         name, params, n_docs=n_docs, n_pairs=n_pairs, n_features=n_features,
-        max_query=max_query, data_bytes=data_bytes)
+        max_query=max_query, data_bytes=data_bytes, grouped=grouped)
     if available is None:
         available = available_memory()
     est = ScaleEstimate(method=name, backend=backend,
@@ -271,11 +283,14 @@ def check_task(name, params, fold, n_pairs, available=None):
     Derived in: book/07_side_by_side.md#side-by-side
     """
     from .._validation import group_queries
+    from ..losses._tree_backend import query_runs
 
     X, y, qid = fold.train
-    sizes = group_queries(qid, len(y)).sizes
+    groups = group_queries(qid, len(y))
     return check_scale(
         name, params, n_docs=len(y), n_pairs=int(n_pairs),
-        n_features=int(X.shape[1]), max_query=int(sizes.max()),
+        n_features=int(X.shape[1]), max_query=int(groups.sizes.max()),
         data_bytes=sum(_nbytes(s[0]) for s in (fold.train, fold.vali, fold.test)),
-        available=available)
+        available=available,
+        # a sparse X takes the two-pass path: no copy
+        grouped=hasattr(X, "indptr") or query_runs(groups) is not None)
