@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mslr_shaped import _format_lines  # noqa: E402
+from _mslr_shaped import _format_lines
 
 PEER = Path(__file__).resolve().parents[2] / "shared" / "peers"
 

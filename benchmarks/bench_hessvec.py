@@ -61,15 +61,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _letor import mq2008_fold1_train  # noqa: E402
-from _synthetic import make_lean_letor  # noqa: E402
-from _timing import interleaved  # noqa: E402
+from _letor import mq2008_fold1_train
+from _synthetic import make_lean_letor
+from _timing import interleaved
 
-from refimpl.data import make_synthetic_letor  # noqa: E402
-from refimpl.estimators import RankSVM  # noqa: E402
-from refimpl.kernels.ostree import hess_dz_selection_tree  # noqa: E402
-from refimpl.losses import PairwiseSquaredHinge  # noqa: E402
-from refimpl.losses.squared_hinge import AUTO_TREE_PAIRS_PER_DOC  # noqa: E402
+from refimpl.data import make_synthetic_letor
+from refimpl.estimators import RankSVM
+from refimpl.kernels.ostree import hess_dz_selection_tree
+from refimpl.losses import PairwiseSquaredHinge
+from refimpl.losses.squared_hinge import AUTO_TREE_PAIRS_PER_DOC
 
 #: column label -> (backend, tree_method)
 METHODS = {

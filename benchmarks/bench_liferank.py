@@ -39,15 +39,15 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _letor import mq2008_datasets  # noqa: E402
-from _timing import interleaved  # noqa: E402
+from _letor import mq2008_datasets
+from _timing import interleaved
 
-from refimpl.liferank import (  # noqa: E402
+from refimpl.liferank import (
     LifeRankObjective,
     PairwiseLogistic,
     liferank_solve,
 )
-from refimpl.pairs import preference_pairs  # noqa: E402
+from refimpl.pairs import preference_pairs
 
 K = 10
 LAM = 1e-3

@@ -53,10 +53,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mslr_shaped import _layout, _write_split, query_sizes  # noqa: E402
-from _peers import build_peer, run_train  # noqa: E402
+from _mslr_shaped import _layout, _write_split, query_sizes
+from _peers import build_peer, run_train
 
-from refimpl.data import load_letor  # noqa: E402
+from refimpl.data import load_letor
 
 FULL_LINES = 2_270_296
 

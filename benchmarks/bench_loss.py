@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _letor import mq2008_datasets  # noqa: E402
-from _timing import interleaved  # noqa: E402
+from _letor import mq2008_datasets
+from _timing import interleaved
 
-from refimpl.losses import PairwiseSquaredHinge  # noqa: E402
+from refimpl.losses import PairwiseSquaredHinge
 
 
 def datasets():

@@ -62,14 +62,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peers import build_peer, read_model_w, run_train, write_fixed_decimals  # noqa: E402
-from _synthetic import make_lean_letor  # noqa: E402
-from _timing import warm_up_fits  # noqa: E402
+from _peers import build_peer, read_model_w, run_train, write_fixed_decimals
+from _synthetic import make_lean_letor
+from _timing import warm_up_fits
 
-from refimpl.data import load_letor, load_letor_fold, write_letor  # noqa: E402
-from refimpl.estimators import RankSVM  # noqa: E402
-from refimpl.losses import L2Regularized, PairwiseSquaredHinge  # noqa: E402
-from refimpl.solvers.tron import tron  # noqa: E402
+from refimpl.data import load_letor, load_letor_fold, write_letor
+from refimpl.estimators import RankSVM
+from refimpl.losses import L2Regularized, PairwiseSquaredHinge
+from refimpl.solvers.tron import tron
 
 GOAL_MQ2008 = 0.5
 GOAL_SYNTH = 0.35

@@ -48,12 +48,11 @@ from numba import njit
 from ._ddlanes import LANES
 from ._simd import prefetch, row_dot
 from .ostree import (
-    _hess_query,
     _hess_prefix_loop,
+    _hess_query,
     _hess_scratch,
     _largest_query,
     _pow2_at_least,
-    _prefetch_ahead,
     _prefix_only,
     _rows_axpy,
     _sort_query,

@@ -3,7 +3,6 @@
 import numpy as np
 from numba import njit
 
-
 #: Queries with at most this many distinct labels are counted by a linear
 #: scan of their sorted distinct labels (no sort, no allocation per query;
 #: LETOR has 2-5); queries with more are sorted.
