@@ -155,7 +155,7 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
         Bytes of the loaded fold (train, validation and test matrices).
     grouped : bool, optional
         Whether each training query's documents are adjacent rows
-        (:func:`refimpl.losses._tree_backend.query_runs`; LETOR files).  If
+        (``refimpl.losses._tree_backend.query_runs``; LETOR files).  If
         not, the one-pass tree backend works on a query-grouped copy of the
         training matrix, counted here when it makes one (dense ``X`` from
         ``ONE_PASS_MIN_BYTES`` to ``ONE_PASS_COPY_MAX_BYTES``).
