@@ -202,6 +202,57 @@ def preference_pairs(
     return PreferencePairs(i=pi, j=pj, per_query=per_query, qids=groups.qids)
 
 
+def label_blocks(y, qid=None, *, groups=None):
+    """``P`` as contiguous blocks: each query's documents by decreasing label.
+
+    Lays the documents out query by query (queries in the order of
+    :func:`refimpl._validation.group_queries`), each query's by decreasing
+    label (ties in input order).  Then the pairs ``(i, k)`` of ``P`` with a
+    given ``i`` are exactly the documents after ``i``'s run of equal labels
+    up to the end of its query: positions ``start[a] .. stop[a] - 1`` for
+    ``i`` at position ``a``.  A kernel can loop over ``P`` without index
+    arrays (:func:`refimpl.kernels.fenchel.block_value_dz`).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,), or RankingProblem
+        As in :func:`preference_pairs`.
+    qid : array-like of shape (n,), optional
+    groups : QueryGroups, optional
+
+    Returns
+    -------
+    rows : ndarray of int64, shape (n,)
+        The caller's row of the document at each position.
+    start, stop : ndarray of int64, shape (n,)
+        The block of partners of each position (empty when
+        ``start == stop``: the lowest label of its query).
+    heads : ndarray of int64, shape (h,)
+        The positions with a non-empty block, increasing.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    _, y, groups, _ = _checked_counts(y, qid, groups, "all")
+    order = np.asarray(groups.order, dtype=np.int64)
+    indptr = np.asarray(groups.indptr, dtype=np.int64)
+    query = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    labels = y[order]
+    perm = np.lexsort((-labels, query))          # stable: ties keep input order
+    rows = order[perm]
+    labels = labels[perm]
+    n = len(rows)
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = labels[1:] != labels[:-1]
+    new_run[indptr[:-1][indptr[:-1] < n]] = True  # a query starts a run
+    run_starts = np.flatnonzero(new_run)
+    run_ends = np.append(run_starts[1:], n)
+    start = run_ends[np.cumsum(new_run) - 1].astype(np.int64)
+    stop = np.repeat(indptr[1:], np.diff(indptr)).astype(np.int64)
+    # the last run of a query ends at the query's end: an empty block
+    heads = np.flatnonzero(start < stop).astype(np.int64)
+    return rows, start, stop, heads
+
+
 def pair_difference_matrix(
     X, y=None, qid=None, *, max_bytes: int = DEFAULT_MAX_BYTES, which: str = "all"
 ):

@@ -15,6 +15,8 @@ Derived in: book/03_fenchelrank_duality.md#fenchelrank
 import numpy as np
 from numba import njit
 
+from .ostree import _rows_axpy
+
 
 @njit(cache=True)
 def pair_residuals(z, u, pi, pj, margin, a_out, kb_out):
@@ -230,3 +232,310 @@ def greedy_coordinate(g):
             jbest = j
     s = 1.0 if g[jbest] >= 0.0 else -1.0
     return jbest, s
+
+
+# --------------------------------------------------------------------------
+# Algorithm 1 on label blocks: the pairs enumerated per query, not stored
+# --------------------------------------------------------------------------
+#
+# The documents are laid out query by query, each query's by decreasing
+# label (refimpl.pairs.label_blocks), so that the pairs (i, k) of P with a
+# given i are the documents k = start[i] .. stop[i] - 1: the rest of the
+# query below i's label.  A pass over P is then a pass over the ``heads``
+# (the documents with a partner) with a contiguous inner loop, and needs
+# neither index arrays nor gathers.  The inner loops keep four partial sums
+# (lanes k = 0, 1, 2, 3 mod 4 of the block, combined as (0 + 1) + (2 + 3)):
+# without fastmath a single running sum is one dependent addition per pair,
+# and the order stays fixed, so the bits are the same on every machine.
+
+#: Largest number of breakpoints :func:`block_linesearch` keeps from its one
+#: pass; beyond it, the exact search on explicit arrays takes over.
+BLOCK_BREAKPOINTS = 4096
+
+
+@njit(cache=True)
+def block_value_dz(z, heads, start, stop, margin, dz):
+    """Loss ``sum_P max(0, margin - (z_i - z_k))^2`` and ``dz = d loss / d z``.
+
+    The pairs are the label blocks (``(i, k)`` for each ``i`` in ``heads``
+    and ``k`` in ``start[i] .. stop[i] - 1``); writes ``dz`` (every entry).
+    The residual is formed as in
+    :func:`refimpl.kernels.squared_hinge.value_dz`; the sums run in the
+    four lanes of the block layout.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    dz[:] = 0.0
+    t0 = 0.0
+    t1 = 0.0
+    t2 = 0.0
+    t3 = 0.0
+    for h in range(len(heads)):
+        i = heads[h]
+        zi = z[i]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        k = start[i]
+        hi = stop[i]
+        while k + 4 <= hi:
+            r0 = max(margin - (zi - z[k]), 0.0)
+            r1 = max(margin - (zi - z[k + 1]), 0.0)
+            r2 = max(margin - (zi - z[k + 2]), 0.0)
+            r3 = max(margin - (zi - z[k + 3]), 0.0)
+            t0 += r0 * r0
+            t1 += r1 * r1
+            t2 += r2 * r2
+            t3 += r3 * r3
+            a0 += r0
+            a1 += r1
+            a2 += r2
+            a3 += r3
+            dz[k] += 2.0 * r0
+            dz[k + 1] += 2.0 * r1
+            dz[k + 2] += 2.0 * r2
+            dz[k + 3] += 2.0 * r3
+            k += 4
+        while k < hi:
+            r0 = max(margin - (zi - z[k]), 0.0)
+            t0 += r0 * r0
+            a0 += r0
+            dz[k] += 2.0 * r0
+            k += 1
+        dz[i] -= 2.0 * ((a0 + a1) + (a2 + a3))
+    return (t0 + t1) + (t2 + t3)
+
+
+@njit(cache=True)
+def block_residuals(z, u, heads, start, stop, margin, a_out, kb_out):
+    """:func:`pair_residuals` over the label blocks, pairs in block order.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    t = 0
+    for h in range(len(heads)):
+        i = heads[h]
+        for k in range(start[i], stop[i]):
+            a_out[t] = margin - (z[i] - z[k])
+            kb_out[t] = u[i] - u[k]
+            t += 1
+    return t
+
+
+@njit(cache=True)
+def _keep(a, c, m, bp, ba, bc):
+    """Append breakpoint ``a / c`` to the kept ones (counted beyond room)."""
+    if m < len(bp):
+        bp[m] = a / c
+        ba[m] = a
+        bc[m] = c
+    return m + 1
+
+
+@njit(cache=True)
+def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
+    """Exact step of eq. 20 over the label blocks, usually in one pass.
+
+    The minimiser on [0, 1] of ``phi(mu) = sum_P max(0, a_t - mu c_t)^2``
+    with ``a_t = margin - (z_i - z_k)`` and ``c_t = u_i - u_k`` (``u = X
+    b``), found as :func:`linesearch_pairs` finds it -- the sums ``S_ac``,
+    ``S_cc`` of the active set just right of 0, then the breakpoints in
+    increasing order until ``phi'`` reaches 0 -- but without a heap of all
+    breakpoints: one pass forms the two sums and keeps only the
+    breakpoints below ``tau`` (Frank-Wolfe steps shrink slowly, so the
+    solver passes a few times the last step), at most ``len(bp)`` of them.
+    They are sorted and swept.  If the root lies below ``tau`` it is found
+    there, on the same piece and by the same formula ``S_ac / S_cc`` as the
+    heap search (with running sums over the few crossed breakpoints); if
+    not, or if too many breakpoints lie below ``tau``, the step is not
+    decided here.
+
+    A breakpoint is kept when ``a < tau' c`` (``c > 0``) or ``a > tau' c``
+    (``c < 0``) with ``tau'`` a little above ``tau``, so that every pair
+    left out has ``a / c > tau`` whatever the rounding of the test.
+
+    Returns
+    -------
+    mu : float
+        The smallest minimiser, or -1 when it is not decided here (the
+        caller then runs :func:`linesearch_pairs` on
+        :func:`block_residuals`).
+    s_cc : float
+        ``sum c_t^2`` over the pairs active at 0+, for the caller's overflow
+        check.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    bound = min(tau, 1.0) * (1.0 + 2.0**-40)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    c3 = 0.0
+    n_act = 0
+    m = 0
+    for h in range(len(heads)):
+        i = heads[h]
+        zi = z[i]
+        ui = u[i]
+        k = start[i]
+        hi = stop[i]
+        while k + 4 <= hi:
+            A0 = margin - (zi - z[k])
+            A1 = margin - (zi - z[k + 1])
+            A2 = margin - (zi - z[k + 2])
+            A3 = margin - (zi - z[k + 3])
+            C0 = ui - u[k]
+            C1 = ui - u[k + 1]
+            C2 = ui - u[k + 2]
+            C3 = ui - u[k + 3]
+            # active just right of 0; c = 0 adds nothing to either sum
+            on0 = (A0 > 0.0) | ((A0 == 0.0) & (C0 < 0.0))
+            on1 = (A1 > 0.0) | ((A1 == 0.0) & (C1 < 0.0))
+            on2 = (A2 > 0.0) | ((A2 == 0.0) & (C2 < 0.0))
+            on3 = (A3 > 0.0) | ((A3 == 0.0) & (C3 < 0.0))
+            D0 = C0 if on0 else 0.0
+            D1 = C1 if on1 else 0.0
+            D2 = C2 if on2 else 0.0
+            D3 = C3 if on3 else 0.0
+            s0 += A0 * D0
+            s1 += A1 * D1
+            s2 += A2 * D2
+            s3 += A3 * D3
+            c0 += D0 * D0
+            c1 += D1 * D1
+            c2 += D2 * D2
+            c3 += D3 * D3
+            n_act += ((D0 != 0.0) + (D1 != 0.0)) + ((D2 != 0.0) + (D3 != 0.0))
+            # a breakpoint in (0, 1): leaving (a > 0 < c) or entering (a < 0 > c)
+            B0 = bound * C0
+            if (min(B0, 0.0) < A0) & (A0 < max(B0, 0.0)):
+                m = _keep(A0, C0, m, bp, ba, bc)
+            B1 = bound * C1
+            if (min(B1, 0.0) < A1) & (A1 < max(B1, 0.0)):
+                m = _keep(A1, C1, m, bp, ba, bc)
+            B2 = bound * C2
+            if (min(B2, 0.0) < A2) & (A2 < max(B2, 0.0)):
+                m = _keep(A2, C2, m, bp, ba, bc)
+            B3 = bound * C3
+            if (min(B3, 0.0) < A3) & (A3 < max(B3, 0.0)):
+                m = _keep(A3, C3, m, bp, ba, bc)
+            k += 4
+        while k < hi:
+            A0 = margin - (zi - z[k])
+            C0 = ui - u[k]
+            on0 = (A0 > 0.0) | ((A0 == 0.0) & (C0 < 0.0))
+            D0 = C0 if on0 else 0.0
+            s0 += A0 * D0
+            c0 += D0 * D0
+            n_act += D0 != 0.0
+            B0 = bound * C0
+            if (min(B0, 0.0) < A0) & (A0 < max(B0, 0.0)):
+                m = _keep(A0, C0, m, bp, ba, bc)
+            k += 1
+    s_ac = (s0 + s1) + (s2 + s3)
+    s_cc = (c0 + c1) + (c2 + c3)
+    s_cc0 = s_cc
+    if m > len(bp):
+        return -1.0, s_cc0
+    order = np.argsort(bp[:m])
+    cap = min(tau, 1.0)
+    lo = 0.0
+    e = 0
+    while True:
+        # the piece ends at the next kept breakpoint, or at cap: below tau
+        # every breakpoint was kept
+        nxt = bp[order[e]] if e < m else np.inf
+        hi = min(nxt, cap)
+        if s_ac - lo * s_cc <= 0.0:
+            return lo, s_cc0
+        if s_cc > 0.0 and s_ac <= hi * s_cc:
+            return min(max(s_ac / s_cc, lo), hi), s_cc0
+        if nxt >= cap:
+            # phi' < 0 up to cap: the step is 1 if cap = 1, else undecided
+            return (1.0 if tau >= 1.0 else -1.0), s_cc0
+        while e < m and bp[order[e]] == hi:
+            t = order[e]
+            c = bc[t]
+            if c > 0.0:
+                s_ac -= ba[t] * c
+                s_cc -= c * c
+                n_act -= 1
+            else:
+                s_ac += ba[t] * c
+                s_cc += c * c
+                n_act += 1
+            e += 1
+        if n_act == 0:
+            s_ac = 0.0
+            s_cc = 0.0
+        lo = hi
+
+
+@njit(cache=True)
+def block_value_grad(X, z, heads, start, stop, margin, dz, g):
+    """:func:`block_value_dz`, then ``g = X^T dz`` (rows in block order).
+
+    ``X`` holds the documents' rows in the block layout (C-contiguous); the
+    product adds the rows in order, skipping those with ``dz = 0`` (no
+    active pair), in the fixed order of
+    :func:`refimpl.kernels.ostree._rows_axpy`.  Returns the loss.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    value = block_value_dz(z, heads, start, stop, margin, dz)
+    g[:] = 0.0
+    _rows_axpy(X, 0, X.shape[0], dz, g, dz, 0, 0)
+    return value
+
+
+@njit(cache=True)
+def block_iteration(X, xj, s, j, w, z, u, dz, g, heads, start, stop, margin,
+                    tau, bp, ba, bc, n_pairs):
+    """One update of Algorithm 1 (eq. 18, exact step) and the loss after it.
+
+    With ``z = X w`` (block layout), ``xj`` column ``j`` of ``X`` and the
+    greedy vertex ``s e_j``: ``u = X b = s xj - z`` for ``b = s e_j - w``,
+    the exact step ``mu`` by :func:`block_linesearch` (by
+    :func:`linesearch_pairs` on :func:`block_residuals` when that one
+    leaves it undecided), then ``w <- (1 - mu) w + mu s e_j``,
+    ``z <- z + mu u`` (no product with ``X``) and
+    :func:`block_value_grad` at the new point.
+
+    Returns
+    -------
+    mu : float
+    n_pass : int
+        Passes over the pairs the step took (1, or 3 after the fallback).
+    s_cc : float
+        ``sum c_t^2`` of the pairs active at 0+ (checked by the caller).
+    value : float
+        The loss at the new iterate (``nan`` when ``mu`` or ``s_cc`` is not
+        finite; then nothing is updated).
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    for i in range(len(z)):
+        u[i] = s * xj[i] - z[i]
+    mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau, bp,
+                                ba, bc)
+    n_pass = 1
+    if mu < 0.0:
+        a = np.empty(n_pairs)
+        c = np.empty(n_pairs)
+        block_residuals(z, u, heads, start, stop, margin, a, c)
+        mu = linesearch_pairs(a, c)
+        n_pass = 3
+    if not (np.isfinite(mu) and np.isfinite(s_cc)):
+        return mu, n_pass, s_cc, np.nan
+    for i in range(len(z)):
+        z[i] += mu * u[i]
+    for k in range(len(w)):
+        w[k] *= 1.0 - mu
+    w[j] += mu * s
+    value = block_value_grad(X, z, heads, start, stop, margin, dz, g)
+    return mu, n_pass, s_cc, value

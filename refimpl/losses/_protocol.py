@@ -35,8 +35,9 @@ class PairwiseLineSearchObjective(SmoothObjective, Protocol):
     Beyond :class:`SmoothObjective`: the margin ``delta`` and whether the
     loss is a mean over its ``n_pairs`` pairs (eq. 4 of Lai et al. 2013
     needs both), the document scores ``X w``, the explicit pair indices when
-    the loss keeps them (for the O(p log p) exact line search) and, without
-    them, the curvature ``b -> ||K b||^2`` of the closed-form step.  A solver
+    the loss keeps them (for the O(p log p) exact line search), the rows in
+    the label-block layout (for Algorithm 1 without index arrays) and, without
+    explicit pairs, the curvature ``b -> ||K b||^2`` of the closed-form step.  A solver
     never reads the loss's data.
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
@@ -51,3 +52,6 @@ class PairwiseLineSearchObjective(SmoothObjective, Protocol):
     def pair_indices(self) -> tuple[np.ndarray, np.ndarray] | None: ...
 
     def pair_norm2_operator(self) -> Callable[[np.ndarray], float]: ...
+
+    def label_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray] | None: ...

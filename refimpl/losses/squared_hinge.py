@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from .._validation import check_positive, ranking_problem
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
-from ..pairs import PAIR_SETS, pair_counts, preference_pairs
+from ..pairs import PAIR_SETS, label_blocks, pair_counts, preference_pairs
 from ._base import CachedObjective
 from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
@@ -337,6 +337,23 @@ class PairwiseSquaredHinge(CachedObjective):
             return None
         return (np.ascontiguousarray(self.pairs.i, dtype=np.int64),
                 np.ascontiguousarray(self.pairs.j, dtype=np.int64))
+
+    def label_blocks(self):
+        """The data in the label-block layout, or ``None``.
+
+        ``(X_blocks, start, stop, heads)``: the rows of ``X`` laid out by
+        :func:`refimpl.pairs.label_blocks` (a C-contiguous float64 copy),
+        and the pairs of ``P`` as blocks of that layout.  ``None`` for a
+        sparse ``X`` or ``which="adjacent"``.  Lets FenchelRank's
+        Algorithm 1 loop over the pairs without index arrays (its
+        ``linesearch="blocks"``).  Part of
+        :class:`~refimpl.losses.PairwiseLineSearchObjective`.
+        """
+        if self.which != "all" or sp.issparse(self.X):
+            return None
+        rows, start, stop, heads = label_blocks(self.problem)
+        X = np.ascontiguousarray(np.asarray(self.X, dtype=np.float64)[rows])
+        return X, start, stop, heads
 
     def pair_norm2_operator(self):
         """A closure ``b -> ||K b||^2``, ``K`` the pair-difference matrix.

@@ -42,7 +42,7 @@ from ._result import SolverResult
 STEPS = ("exact", "closed_form", "theory")
 
 #: Line searches for ``step="exact"``.
-LINESEARCHES = ("auto", "pairs", "newton")
+LINESEARCHES = ("auto", "blocks", "pairs", "newton")
 
 #: Variants of :func:`fenchelrank`: the paper's Algorithm 1 (Frank-Wolfe),
 #: the pairwise and away-step Frank-Wolfe methods on the same l1 ball, and
@@ -343,8 +343,25 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             f"the weight of the away vertex), got step={step!r}"
         )
     pairs = loss.pair_indices()
+    blocks = None
+    if linesearch == "blocks" or (linesearch == "auto" and pairs is not None
+                                  and step == "exact" and variant == "paper"):
+        blocks = loss.label_blocks()
+        if linesearch == "blocks" and (blocks is None or step != "exact"
+                                       or variant != "paper"):
+            raise ValueError(
+                "linesearch='blocks' is Algorithm 1 with the exact step on a "
+                "dense X and the full pair set: it needs step='exact', "
+                "variant='paper' and a loss with label_blocks() (got step="
+                f"{step!r}, variant={variant!r}, label_blocks "
+                f"{'available' if blocks is not None else 'None'}); use "
+                "linesearch='pairs' or 'newton'"
+            )
     if linesearch == "auto":
-        linesearch = "pairs" if pairs is not None else "newton"
+        linesearch = ("blocks" if blocks is not None
+                      else "pairs" if pairs is not None else "newton")
+    if linesearch == "blocks":
+        return _paper_blocks(loss, r, tol, max_iter, callback, blocks)
     if linesearch == "pairs" and pairs is None:
         raise ValueError(
             "linesearch='pairs' needs explicit pair arrays (loss.pair_indices()), "
@@ -467,6 +484,114 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message)
+
+
+#: First bound on the step for the one-pass line search of the block path
+#: (:func:`refimpl.kernels.fenchel.block_linesearch`), then this many
+#: times the last step: Frank-Wolfe steps shrink slowly, so the next one
+#: is nearly always below it.
+BLOCK_STEP_GROWTH = 4.0
+
+
+def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
+    """Algorithm 1 on the label-block layout (``linesearch="blocks"``).
+
+    The iterates of :func:`fenchelrank`'s ``"pairs"`` path, computed
+    without its three products with ``X`` per update: the scores
+    ``z = X w`` are carried along the steps (``z + mu (s x_j - z)``, the
+    image of eq. 18, recomputed every :data:`REFRESH_EVERY` updates and
+    before the solver stops, so the certificate of eq. 17 is taken at
+    fresh scores), the pairs are enumerated per query from the label
+    blocks, and the update, its exact step and the loss and gradient after
+    it are one compiled call (:func:`refimpl.kernels.fenchel.block_iteration`).
+    """
+    from ..kernels.fused import row_dots
+
+    start_time = time.perf_counter()
+    X, start, stop, heads = blocks
+    r2 = r * r
+    n = int(loss.n_features)
+    p = int(loss.n_pairs)
+    scale = float(loss.scale)
+    margin = float(loss.margin)
+    l = X.shape[0]
+    # contiguous columns for s x_j when the copy is affordable
+    XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else None
+    w = np.zeros(n)
+    z = np.zeros(l)
+    u = np.empty(l)
+    dz = np.empty(l)
+    graw = np.empty(n)
+    bp = np.empty(_k.BLOCK_BREAKPOINTS)
+    ba = np.empty(_k.BLOCK_BREAKPOINTS)
+    bc = np.empty(_k.BLOCK_BREAKPOINTS)
+    value = _k.block_value_grad(X, z, heads, start, stop, margin, dz, graw)
+    history = {key: [] for key in _HISTORY_KEYS}
+    mu_last, j_last, n_ls = math.nan, -1, 0
+    n_iter = 0
+    since_refresh = 0
+    fresh = True     # z = X w recomputed, not carried along the steps
+    converged = False
+    while True:
+        Lw = scale * value
+        gL = scale * graw
+        check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
+        check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
+        g = -r2 * gL                                   # g_t = K^T d_t
+        j, s = _k.greedy_coordinate(g)
+        gap = abs(g[j]) - float(g @ w)                 # eq. 16
+        check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
+        if not fresh and (gap <= tol or n_iter >= max_iter):
+            # confirm the stop at fresh scores: the certificate is then
+            # free of the rounding carried along the steps
+            row_dots(X, w, z)
+            value = _k.block_value_grad(X, z, heads, start, stop, margin, dz,
+                                        graw)
+            since_refresh = 0
+            fresh = True
+            continue
+        D = -r2 * Lw
+        values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
+                  n_ls, time.perf_counter() - start_time)
+        for key, val in zip(_HISTORY_KEYS, values):
+            history[key].append(val)
+        if callback is not None and n_iter > 0:
+            callback(w.copy(), {"iter": n_iter, "D": D, "P": D + gap,
+                                "gap": gap, "mu": mu_last, "j": j_last})
+        if gap <= tol:
+            converged = True
+            message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
+            break
+        if n_iter >= max_iter:
+            message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
+            warnings.warn(
+                f"FenchelRank did not converge: {message}; increase max_iter "
+                "or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            break
+        n_iter += 1
+        if since_refresh >= REFRESH_EVERY:
+            row_dots(X, w, z)
+            since_refresh = 0
+        xj = XF[:, j] if XF is not None else np.ascontiguousarray(X[:, j])
+        tau = BLOCK_STEP_GROWTH * mu_last if mu_last > 0.0 else 1.0
+        mu, n_ls, s_cc, value = _k.block_iteration(
+            X, xj, s, j, w, z, u, dz, graw, heads, start, stop, margin, tau,
+            bp, ba, bc, p)
+        # the curvature sum_P (K b)^2 overflows silently (to a step of 0
+        # and a run that stalls at max_iter): check it here
+        check_finite(s_cc, "FenchelRank", "the line-search curvature ||K b||^2",
+                     loss)
+        check_finite(mu, "FenchelRank", "the step mu", loss)
+        since_refresh += 1
+        fresh = False
+        mu_last, j_last = mu, j
+
+    return SolverResult(w=w, n_iter=n_iter, converged=converged,
+                        history=history, message=message,
+                        details={"linesearch": "blocks"})
 
 
 class _ScoreSpace:
