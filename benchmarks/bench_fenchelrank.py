@@ -66,6 +66,19 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
     the paper and pairwise variants capped at 2,000 updates (a capped time
     is a lower bound, marked ``>``).
 
+(e) **The runner's selection grid, Algorithm 1 before and after the block
+    layout.**  On the train set of each MQ2008 fold (the synthetic stand-in
+    without ``LETOR_HOME``), at every r of the registry's grid with its fixed
+    settings (T = 1000, epsilon = 1e-3): whole ``FenchelRank.fit`` calls with
+    ``line_search="pairs"`` (the path of the committed results: ``X w``,
+    ``X w`` and ``X b`` by BLAS and the heap search on explicit pair arrays
+    per update) and ``"blocks"`` (the default since: scores carried along,
+    pairs enumerated from label blocks, one compiled call per update), best
+    of ``--repeat-e`` in alternation.  Checks that both give the same greedy
+    sequence and iteration count, prints the coefficient difference and the
+    ratio of the whole grid's times.  **Target: >= 10x with the same
+    models.**
+
 Run with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` (``make bench`` sets
 them); ``--help`` lists the options, ``--skip`` drops parts.
 """
@@ -86,7 +99,7 @@ from _timing import warm_up_fits
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl import pairs
-from refimpl.data import make_synthetic_letor
+from refimpl.data import load_letor_fold, make_synthetic_letor
 from refimpl.estimators import FenchelRank
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.solvers.fenchelrank import fenchelrank
@@ -609,6 +622,8 @@ def part_c(args):
 
 TARGET_GRID_GEOMEAN = 100.0
 TARGET_GRID_MIN = 20.0
+#: Issue 16: the runner's FenchelRank grid, same selected models, this much faster.
+TARGET_SELECTION_GRID = 10.0
 FAST_VARIANT = "face_newton"
 
 
@@ -701,6 +716,55 @@ def part_d(args):
           f"{'all' if all_ok else 'NOT ALL'}")
 
 
+def grid_folds():
+    """``(name, X, y, qid)`` of each MQ2008 fold's train set, or the stand-in."""
+    if fold_1 := mq2008_fold1_train():
+        yield "MQ2008 Fold1 train", *fold_1
+        for f in range(2, 6):
+            yield f"MQ2008 Fold{f} train", *load_letor_fold("MQ2008", f).train
+    else:
+        yield "synthetic (MQ2008-fold shape)", *next(iter(mq2008_datasets()))[1:]
+
+
+def part_e(args):
+    from refimpl.experiments.registry import get_method
+
+    method = get_method("fenchelrank")
+    grid = [float(r) for r in method.grid["r"]]
+    fixed = dict(method.fixed)
+    print(f"\n(e) the runner's FenchelRank selection grid (r = {grid[0]:g} .. "
+          f"{grid[-1]:g}, {fixed}), whole estimator fits, Algorithm 1 by "
+          "line_search='pairs' (three products with X per update, explicit "
+          "pair arrays) and 'blocks' (the default), in alternation")
+    print(f"  {'fold':<22} {'r':>5} | {'pairs':>8} {'blocks':>8} {'ratio':>6} |"
+          f" {'iters':>5}  same j  max|coef diff|")
+    total = {"pairs": 0.0, "blocks": 0.0}
+    all_same = True
+    for name, X, y, qid in grid_folds():
+        for r in grid:
+            fits = {ls: (lambda ls=ls, r=r: quiet(FenchelRank(
+                r=r, line_search=ls, **fixed).fit, X, y, qid))
+                for ls in ("pairs", "blocks")}
+            best, est = best_of_interleaved(fits, args.repeat_e)
+            same = (np.array_equal(est["pairs"].history_["j"],
+                                   est["blocks"].history_["j"])
+                    and est["pairs"].n_iter_ == est["blocks"].n_iter_)
+            diff = float(np.max(np.abs(est["pairs"].coef_ - est["blocks"].coef_)))
+            all_same &= same
+            for ls in total:
+                total[ls] += best[ls]
+            print(f"  {name:<22} {r:5g} | {best['pairs']:7.3f}s "
+                  f"{best['blocks']:7.3f}s {best['pairs'] / best['blocks']:5.1f}x"
+                  f" | {est['blocks'].n_iter_:5d}  {'yes' if same else 'NO':>6}"
+                  f"  {diff:.1e}")
+    ratio = total["pairs"] / total["blocks"]
+    print(f"  whole grid: pairs {total['pairs']:.2f} s, blocks "
+          f"{total['blocks']:.2f} s: {ratio:.1f}x faster (goal >= "
+          f"{TARGET_SELECTION_GRID:.0f}x: "
+          f"{'met' if ratio >= TARGET_SELECTION_GRID else 'MISSED'}); same "
+          f"greedy sequence in every fit: {'yes' if all_same else 'NO'}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -738,8 +802,10 @@ def main(argv=None):
                     help="(d): iteration cap of the paper and pairwise variants")
     ap.add_argument("--quick", action="store_true",
                     help="(d): r = 2 and 32 only, paper variant capped at 2000")
+    ap.add_argument("--repeat-e", type=int, default=2,
+                    help="(e): fits per grid point and line search (best of)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["a", "b", "c", "d"], help="parts to skip")
+                    choices=["a", "b", "c", "d", "e"], help="parts to skip")
     args = ap.parse_args(argv)
     print(f"bench_fenchelrank: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
@@ -752,6 +818,8 @@ def main(argv=None):
         part_c(args)
     if "d" not in args.skip:
         part_d(args)
+    if "e" not in args.skip:
+        part_e(args)
 
 
 if __name__ == "__main__":

@@ -417,7 +417,9 @@ register(Method(
     description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
     ranges={"r": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT,
             "variant": ParamRange("choice", choices=(
-                "paper", "pairwise", "away", "face_newton"))},
+                "paper", "pairwise", "away", "face_newton")),
+            "line_search": ParamRange("choice", choices=(
+                "auto", "blocks", "pairs", "newton"))},
 ))
 register(Method(
     name="fsmrank", factory=_fsmrank,

@@ -494,17 +494,36 @@ def block_value_grad(X, z, heads, start, stop, margin, dz, g):
 
 
 @njit(cache=True)
-def block_iteration(X, xj, s, j, w, z, u, dz, g, heads, start, stop, margin,
-                    tau, bp, ba, bc, n_pairs):
-    """One update of Algorithm 1 (eq. 18, exact step) and the loss after it.
+def block_gap(graw, scale, r2, w, g):
+    """``g = -r^2 scale graw`` (eq. 12), the greedy vertex and the gap (eq. 16).
+
+    ``graw = X^T dz`` of :func:`block_value_grad`; writes ``g`` and returns
+    ``(j, s, gap)`` with ``(j, s)`` of :func:`greedy_coordinate` and
+    ``gap = |g_j| - g^T w`` (summed in index order).  A NaN or infinity in
+    ``g`` makes the gap NaN (``g^T w`` meets it even where ``w`` is 0).
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    gw = 0.0
+    for k in range(len(g)):
+        g[k] = -r2 * (scale * graw[k])
+        gw += g[k] * w[k]
+    j, s = greedy_coordinate(g)
+    return j, s, abs(g[j]) - gw
+
+
+@njit(cache=True)
+def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
+                    margin, scale, r2, tau, bp, ba, bc, n_pairs):
+    """One update of Algorithm 1 (eq. 18, exact step) and the gap after it.
 
     With ``z = X w`` (block layout), ``xj`` column ``j`` of ``X`` and the
     greedy vertex ``s e_j``: ``u = X b = s xj - z`` for ``b = s e_j - w``,
     the exact step ``mu`` by :func:`block_linesearch` (by
     :func:`linesearch_pairs` on :func:`block_residuals` when that one
     leaves it undecided), then ``w <- (1 - mu) w + mu s e_j``,
-    ``z <- z + mu u`` (no product with ``X``) and
-    :func:`block_value_grad` at the new point.
+    ``z <- z + mu u`` (no product with ``X``), :func:`block_value_grad`
+    and :func:`block_gap` at the new point.
 
     Returns
     -------
@@ -514,8 +533,10 @@ def block_iteration(X, xj, s, j, w, z, u, dz, g, heads, start, stop, margin,
     s_cc : float
         ``sum c_t^2`` of the pairs active at 0+ (checked by the caller).
     value : float
-        The loss at the new iterate (``nan`` when ``mu`` or ``s_cc`` is not
-        finite; then nothing is updated).
+        The unscaled loss at the new iterate (``nan`` when ``mu`` or
+        ``s_cc`` is not finite; then nothing is updated).
+    j, s, gap
+        :func:`block_gap` at the new iterate.
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
@@ -531,11 +552,12 @@ def block_iteration(X, xj, s, j, w, z, u, dz, g, heads, start, stop, margin,
         mu = linesearch_pairs(a, c)
         n_pass = 3
     if not (np.isfinite(mu) and np.isfinite(s_cc)):
-        return mu, n_pass, s_cc, np.nan
+        return mu, n_pass, s_cc, np.nan, j, s, np.nan
     for i in range(len(z)):
         z[i] += mu * u[i]
     for k in range(len(w)):
         w[k] *= 1.0 - mu
     w[j] += mu * s
-    value = block_value_grad(X, z, heads, start, stop, margin, dz, g)
-    return mu, n_pass, s_cc, value
+    value = block_value_grad(X, z, heads, start, stop, margin, dz, graw)
+    jn, sn, gap = block_gap(graw, scale, r2, w, g)
+    return mu, n_pass, s_cc, value, jn, sn, gap

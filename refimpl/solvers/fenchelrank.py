@@ -522,10 +522,19 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     u = np.empty(l)
     dz = np.empty(l)
     graw = np.empty(n)
+    g = np.empty(n)
     bp = np.empty(_k.BLOCK_BREAKPOINTS)
     ba = np.empty(_k.BLOCK_BREAKPOINTS)
     bc = np.empty(_k.BLOCK_BREAKPOINTS)
-    value = _k.block_value_grad(X, z, heads, start, stop, margin, dz, graw)
+
+    def evaluate():
+        # the loss, g_t = K^T d_t and the gap (eq. 16) at fresh scores z = X w
+        row_dots(X, w, z)
+        value = _k.block_value_grad(X, z, heads, start, stop, margin, dz,
+                                    graw)
+        return (value, *_k.block_gap(graw, scale, r2, w, g))
+
+    value, j, s, gap = evaluate()
     history = {key: [] for key in _HISTORY_KEYS}
     mu_last, j_last, n_ls = math.nan, -1, 0
     n_iter = 0
@@ -534,19 +543,15 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     converged = False
     while True:
         Lw = scale * value
-        gL = scale * graw
-        check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
-        check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
-        g = -r2 * gL                                   # g_t = K^T d_t
-        j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                 # eq. 16
-        check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
+        if not (math.isfinite(Lw) and math.isfinite(gap)):
+            # (a finite gap means a finite g: g^T w meets every entry)
+            check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
+            check_finite(g, "FenchelRank", "the gradient of the loss", loss)
+            check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
         if not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop at fresh scores: the certificate is then
             # free of the rounding carried along the steps
-            row_dots(X, w, z)
-            value = _k.block_value_grad(X, z, heads, start, stop, margin, dz,
-                                        graw)
+            value, j, s, gap = evaluate()
             since_refresh = 0
             fresh = True
             continue
@@ -577,17 +582,19 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
             since_refresh = 0
         xj = XF[:, j] if XF is not None else np.ascontiguousarray(X[:, j])
         tau = BLOCK_STEP_GROWTH * mu_last if mu_last > 0.0 else 1.0
-        mu, n_ls, s_cc, value = _k.block_iteration(
-            X, xj, s, j, w, z, u, dz, graw, heads, start, stop, margin, tau,
-            bp, ba, bc, p)
-        # the curvature sum_P (K b)^2 overflows silently (to a step of 0
-        # and a run that stalls at max_iter): check it here
-        check_finite(s_cc, "FenchelRank", "the line-search curvature ||K b||^2",
-                     loss)
-        check_finite(mu, "FenchelRank", "the step mu", loss)
+        j_last = j
+        mu, n_ls, s_cc, value, j, s, gap = _k.block_iteration(
+            X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop, margin,
+            scale, r2, tau, bp, ba, bc, p)
+        if not (math.isfinite(mu) and math.isfinite(s_cc)):
+            # the curvature sum_P (K b)^2 overflows silently (to a step of
+            # 0 and a run that stalls at max_iter): check it here
+            check_finite(s_cc, "FenchelRank",
+                         "the line-search curvature ||K b||^2", loss)
+            check_finite(mu, "FenchelRank", "the step mu", loss)
         since_refresh += 1
         fresh = False
-        mu_last, j_last = mu, j
+        mu_last = mu
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message,
