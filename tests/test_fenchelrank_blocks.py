@@ -12,6 +12,10 @@ with ``c = 0``, entering pairs and breakpoints tied with each other or with
 ``tau``.  Then ``fenchelrank(..., linesearch="blocks")`` against the
 ``"pairs"`` path (same iterates) and cvxpy (eq. 4), its errors, and features
 that overflow.
+
+Known bug (strict xfail below): after a pair that dwarfs the others leaves,
+``block_linesearch`` solves the last piece with running sums that hold only
+that pair's rounding residue, and returns a wrong step (0.625 for 0.8).
 """
 
 import math
@@ -20,7 +24,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from test_fenchelrank import (
@@ -245,7 +249,7 @@ def test_block_value_dz_equals_explicit_pairs(inst):
 
 @pytest.mark.parametrize("offset", [0.0, 1e6])
 def test_block_value_dz_residual_exactly_zero(offset):
-    """z_i - z_k == margin: residual 0, contributes nothing (not even -0)."""
+    """z_i - z_k == margin: residual exactly 0, contributes nothing."""
     margin = 0.5
     y = np.array([2.0, 1.0, 1.0, 0.0, 0.0])
     z = offset + np.array([1.0, 0.5, 0.5, 0.5, 0.0])
@@ -303,9 +307,30 @@ def count_breakpoints(a, c, cap):
     """Pairs with a breakpoint ``a / c`` in ``(0, cap]`` (a little beyond:
     a superset of those the kernel keeps)."""
     nz = c != 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = np.where(nz, a / np.where(nz, c, 1.0), -1.0)
     return int(np.sum(nz & (t > 0.0) & (t <= cap * (1.0 + 1e-9))))
+
+
+def crossing_dwarfs(a, c, mu):
+    """Whether the breakpoints in ``(0, mu]`` carry more than ``CANCEL / 4``
+    times what is left of the sums just right of ``mu``: where the kernel
+    may leave the step to the exact search (its running sums would then be
+    mostly rounding).  A quarter of the kernel's threshold, for slack."""
+    nz = c != 0.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(nz, a / np.where(nz, c, 1.0), -1.0)
+        crossed = nz & (t > 0.0) & (t <= mu * (1.0 + 1e-9))
+        if not crossed.any():
+            return False
+        r = a - mu * c
+        on = nz & ((r > 0.0) | ((r == 0.0) & (c < 0.0)))
+        x_cc = math.fsum((c[crossed] ** 2).tolist())
+        x_ac = math.fsum(np.abs(a * c)[crossed].tolist())
+        s_cc = math.fsum((c[on] ** 2).tolist())
+        s_ac = math.fsum((a * c)[on].tolist())
+    limit = kf.CANCEL / 4.0
+    return x_cc > limit * s_cc or x_ac > limit * abs(s_ac)
 
 
 @settings(max_examples=300, deadline=None,
@@ -321,7 +346,7 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
     mu_ref = kf.linesearch_pairs(a, c)
     # tau: fixed values, the breakpoints themselves, the step and its
     # neighbours
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         bps = (a / c)[(c != 0) & (a / c > 0) & (a / c < 1)]
     taus = [1e-300, 1e-3, 0.25, 0.5, 1.0, 4.0, math.inf]
     taus += bps.tolist()
@@ -343,9 +368,16 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
         (mu, mu_ref)
     cap = min(tau, 1.0)
     n_bp = count_breakpoints(a, c, cap)
-    if tau >= 1.0 and n_bp <= size:
+    event("undecided" if mu == -1.0 else
+          "decided, tau < 1" if tau < 1.0 else "decided, tau >= 1")
+    event(f"kept breakpoints {'>' if n_bp > size else '<='} buffer")
+    if mu_ref in bps:
+        event("step at a breakpoint")
+    if crossing_dwarfs(a, c, mu_ref):
+        event("crossed terms dwarf the rest")
+    elif tau >= 1.0 and n_bp <= size:
         assert mu != -1.0
-    if n_bp <= size and mu_ref < cap * (1.0 - 1e-9):
+    elif n_bp <= size and mu_ref < cap * (1.0 - 1e-9):
         assert mu != -1.0                     # the root lies below tau
     if mu != -1.0:
         assert 0.0 <= mu <= cap
@@ -354,6 +386,132 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
         on_grid = np.sum(np.maximum(0.0, a - grid * c) ** 2, axis=1)
         assert phi(a, c, mu) <= on_grid.min() + 1e-12 * scale
         assert phi(a, c, mu) <= phi(a, c, mu_ref) + 1e-12 * scale
+
+
+@st.composite
+def dominant(draw):
+    """A star whose first pair dwarfs the others (``|c|`` up to 1e9 against
+    ~1) and leaves at ``t`` in (0.05, 0.9): after it leaves, the running
+    sums of the remaining pairs are its rounding residue."""
+    big = draw(st.floats(1e5, 1e9))
+    t = draw(st.floats(0.05, 0.9))
+    k = draw(st.integers(1, 5))
+    a = np.r_[t * big, snap(draw(st.lists(coef, min_size=k, max_size=k)))]
+    c = np.r_[big, snap(draw(st.lists(coef, min_size=k, max_size=k)))]
+    return np.r_[1.0, np.zeros(k + 1)], None, np.r_[0.0, a - 1.0], \
+        np.r_[0.0, -c], 1.0
+
+
+@PROPERTY
+@given(dominant())
+def test_block_linesearch_after_a_dominant_pair_is_a_minimiser(inst):
+    """Undecided, or a step in [0, 1] whose phi is minimal up to the
+    rounding of phi itself; and the curvature."""
+    y, qid, z, u, margin = inst
+    rows, start, stop, heads = label_blocks(y, qid)
+    a, c = residual_arrays(z, u, heads, start, stop, margin)
+    bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
+    mu, s_cc = kf.block_linesearch(z, u, heads, start, stop, margin, 1.0, *bufs)
+    if mu == -1.0:      # what block_iteration then does
+        event("undecided: the exact search")
+        mu = kf.linesearch_pairs(a, c)
+    assert 0.0 <= mu <= 1.0
+    on = (a > 0.0) | ((a == 0.0) & (c < 0.0))
+    s_cc_ref = math.fsum((c[on] ** 2).tolist())
+    assert abs(s_cc - s_cc_ref) <= 1e-12 * s_cc_ref
+    scale = 1.0 + float(np.sum(np.maximum(a, 0) ** 2) + np.sum(c * c))
+    grid = np.linspace(0.0, 1.0, 1001)[:, None]
+    on_grid = np.sum(np.maximum(0.0, a - grid * c) ** 2, axis=1)
+    assert phi(a, c, mu) <= on_grid.min() + 1e-12 * scale
+
+
+@pytest.mark.parametrize("a, c", [
+    ([3.1e7, 1.0], [7.1e7, 1.25]),                 # 0.625 instead of 0.8
+    ([2.9e7, 1.0], [7.3e7, 1.25]),                 # 0.625 instead of 0.8
+    ([35744497.23999683, 1.025868441438445],
+     [71885395.57791258, 1.2254412782999045]),     # 0.75 instead of 0.837
+])
+def test_block_linesearch_after_a_dominant_pair_leaves(a, c):
+    """One query of 3 documents, margin 1: pair 0 leaves at a0/c0 < 0.5,
+    then pair 1 alone is active and the minimiser is its breakpoint
+    a1/c1 = 0.8 (phi = 0 from there on).  The running sums would be mostly
+    the rounding of pair 0's terms (they gave 0.625 and 0.75 before the
+    kernel learnt to leave such steps to the exact search): the kernel must
+    leave it undecided, and block_iteration then takes the exact step."""
+    a, c = np.array(a), np.array(c)
+    y = np.r_[1.0, np.zeros(len(a))]
+    rows, start, stop, heads = label_blocks(y)
+    z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
+    a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
+    mu_ref = kf.linesearch_pairs(a2, c2)
+    assert mu_ref == pytest.approx(a2[1] / c2[1], rel=1e-15)
+    assert phi(a2, c2, mu_ref) == pytest.approx(0.0, abs=1e-28)
+    bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
+    mu, _ = kf.block_linesearch(z, u, heads, start, stop, 1.0, 1.0, *bufs)
+    assert crossing_dwarfs(a2, c2, mu_ref)
+    assert mu == -1.0
+    X = np.c_[z]                 # one feature: x_j = z, so u = X b for s = 1
+    w, zz, uu, dz = np.ones(1), z.copy(), np.empty(3), np.empty(3)
+    graw, g = np.empty(1), np.empty(1)
+    xj = np.ascontiguousarray(z + u)         # u = s x_j - z with s = 1
+    mu_it = kf.block_iteration(X, xj, 1.0, 0, w, zz, uu, dz, graw, g, heads,
+                               start, stop, 1.0, 1.0, 1.0, 1.0, *bufs,
+                               len(a2))[0]
+    assert abs(mu_it - mu_ref) <= 1e-12 * mu_ref
+
+
+@st.composite
+def root_at_breakpoint(draw):
+    """``(a, c, t)``: pairs leaving at ``t`` (``a = t c``, ``c > 0``), pairs
+    entering at ``t`` (``c < 0``), pairs inactive on [0, 1] and constant
+    ones (``c = 0``), shuffled: phi' < 0 before ``t`` and > 0 after it, so
+    ``t`` is the minimiser and a breakpoint (all values dyadic: exact)."""
+    t = draw(st.integers(1, 7)) / 8.0
+    leave = [float(k) for k in draw(st.lists(st.integers(1, 4), min_size=1,
+                                             max_size=6))]
+    enter = [-float(k) for k in draw(st.lists(st.integers(1, 4), min_size=1,
+                                              max_size=6))]
+    a = [t * k for k in leave + enter]
+    c = leave + enter
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["off", "below", "flat"]))
+        k = draw(st.integers(1, 4)) / 4.0
+        if kind == "off":               # a <= 0 <= c: inactive on [0, 1]
+            a.append(-draw(st.integers(0, 4)) / 4.0)
+            c.append(k)
+        elif kind == "below":           # a <= c < 0: inactive on [0, 1]
+            a.append(-k - draw(st.integers(0, 4)) / 4.0)
+            c.append(-k)
+        else:                           # c = 0: a constant term
+            a.append(draw(st.integers(-4, 4)) / 4.0)
+            c.append(0.0)
+    perm = draw(st.permutations(range(len(a))))
+    return np.array(a)[perm], np.array(c)[perm], t
+
+
+@PROPERTY
+@given(root_at_breakpoint(), st.sampled_from([kf.BLOCK_BREAKPOINTS, 2]),
+       st.sampled_from(["below", "at", "above", "one"]))
+def test_block_linesearch_root_at_a_breakpoint(act, size, where):
+    a, c, t = act
+    y = np.r_[1.0, np.zeros(len(a))]
+    rows, start, stop, heads = label_blocks(y)
+    z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
+    a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
+    np.testing.assert_array_equal(a2, a)
+    np.testing.assert_array_equal(c2, c)
+    assert kf.linesearch_pairs(a, c) == t
+    tau = {"below": np.nextafter(t, 0.0), "at": t, "above": 2.0 * t,
+           "one": 1.0}[where]
+    bufs = [np.empty(size) for _ in range(3)]
+    mu, _ = kf.block_linesearch(z, u, heads, start, stop, 1.0, tau, *bufs)
+    n_bp = count_breakpoints(a, c, min(tau, 1.0))
+    if where == "below":
+        assert mu == -1.0           # the root lies beyond tau: undecided
+    elif n_bp <= size and where != "at" and not crossing_dwarfs(a, c, t):
+        assert mu == t
+    else:
+        assert mu in (-1.0, t)
 
 
 @pytest.mark.parametrize("a, c, expected", [
@@ -378,12 +536,13 @@ def test_block_linesearch_degenerate_cases(a, c, expected, tau, size):
     rows, start, stop, heads = label_blocks(y)
     z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
     a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
-    np.testing.assert_array_equal(a2, a)
+    np.testing.assert_allclose(a2, a, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(c2, c)
     bufs = [np.empty(size) for _ in range(3)]
     mu, _ = kf.block_linesearch(z, u, heads, start, stop, 1.0, tau, *bufs)
     n_bp = count_breakpoints(a, c, min(tau, 1.0))
-    if n_bp <= size and (tau >= 1.0 or expected < tau):
+    if (n_bp <= size and (tau >= 1.0 or expected < tau)
+            and not crossing_dwarfs(a, c, expected)):
         assert mu == pytest.approx(expected, abs=1e-15)
     else:
         assert mu == -1.0 or mu == pytest.approx(expected, abs=1e-15)
@@ -418,11 +577,12 @@ def test_block_iteration_fallback_and_update(yq, seed, margin, exp, zero_w):
     a, c = residual_arrays(z_old, u_ref, heads, start, stop, margin)
     mu_ref = kf.linesearch_pairs(a, c)
     w, z = w_old.copy(), z_old.copy()
-    u, dz, g = np.empty(n), np.empty(n), np.empty(d)
+    u, dz, graw, g = np.empty(n), np.empty(n), np.empty(d), np.empty(d)
     bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
-    mu, n_pass, s_cc, value = kf.block_iteration(
-        Xb, xj, s, j, w, z, u, dz, g, heads, start, stop, margin, 1e-300,
-        *bufs, p)
+    scale, r2 = 1.0 / max(p, 1), 1.0 / (margin * margin)     # as eq. 4
+    mu, n_pass, s_cc, value, jn, sn, gap = kf.block_iteration(
+        Xb, xj, s, j, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
+        r2, 1e-300, *bufs, p)
     assert mu == mu_ref
     assert n_pass == 3 or (n_pass == 1 and mu <= 1e-300)
     np.testing.assert_array_equal(u, u_ref)
@@ -441,8 +601,17 @@ def test_block_iteration_fallback_and_update(yq, seed, margin, exp, zero_w):
     dz2 = np.empty(n)
     assert value == kf.block_value_dz(z, heads, start, stop, margin, dz2)
     np.testing.assert_array_equal(dz, dz2)
-    g_bound = 1e-12 * (np.abs(Xb).T @ np.abs(dz)) + 1e-300
-    assert np.all(np.abs(g - Xb.T @ dz) <= g_bound)
+    graw_bound = 1e-12 * (np.abs(Xb).T @ np.abs(dz)) + 1e-300
+    assert np.all(np.abs(graw - Xb.T @ dz) <= graw_bound)
+    # g = -r^2 scale X^T dz, the greedy vertex and the gap (eq. 16) after it
+    np.testing.assert_array_equal(g, -r2 * (scale * graw))
+    assert (jn, sn) == kf.greedy_coordinate(g)
+    assert jn == int(np.argmax(np.abs(g))) and sn == (1.0 if g[jn] >= 0 else -1.0)
+    gap_ref = abs(g[jn]) - math.fsum((g * w).tolist())
+    assert abs(gap - gap_ref) <= 1e-12 * (abs(g[jn]) + np.abs(g) @ np.abs(w)) + 1e-300
+    vertices = np.vstack([np.eye(d), -np.eye(d)])
+    fw_gap = (vertices @ g).max() - g @ w
+    assert abs(gap - fw_gap) <= 1e-12 * (abs(g[jn]) + np.abs(g) @ np.abs(w)) + 1e-300
     # the loss did not increase (the step minimises along the segment)
     dz0 = np.empty(n)
     v0 = kf.block_value_dz(z_old, heads, start, stop, margin, dz0)

@@ -15,7 +15,12 @@ Derived in: book/03_fenchelrank_duality.md#fenchelrank
 import numpy as np
 from numba import njit
 
+from ._blocklanes import LANES, hinge_lanes, step_lanes
 from .ostree import _rows_axpy
+
+# the lanes' specifications, compiled, finish a block after its multiple of 4
+_hinge_tail = njit(inline="always")(hinge_lanes)
+_step_tail = njit(inline="always")(step_lanes)
 
 
 @njit(cache=True)
@@ -243,14 +248,19 @@ def greedy_coordinate(g):
 # given i are the documents k = start[i] .. stop[i] - 1: the rest of the
 # query below i's label.  A pass over P is then a pass over the ``heads``
 # (the documents with a partner) with a contiguous inner loop, and needs
-# neither index arrays nor gathers.  The inner loops keep four partial sums
-# (lanes k = 0, 1, 2, 3 mod 4 of the block, combined as (0 + 1) + (2 + 3)):
-# without fastmath a single running sum is one dependent addition per pair,
-# and the order stays fixed, so the bits are the same on every machine.
+# neither index arrays nor gathers.  The inner loops run in four vector
+# lanes (refimpl.kernels._blocklanes: lane l takes k - start = l mod 4, the
+# lanes combined as (0 + 1) + (2 + 3)), in a fixed order, so the bits are
+# the same on every machine.
 
 #: Largest number of breakpoints :func:`block_linesearch` keeps from its one
 #: pass; beyond it, the exact search on explicit arrays takes over.
 BLOCK_BREAKPOINTS = 4096
+
+#: :func:`block_linesearch` leaves the step to the exact search when the
+#: breakpoints it crossed carry more than this many times what is left in
+#: its running sums (then at most ~4 bits of them are rounding).
+CANCEL = 16.0
 
 
 @njit(cache=True)
@@ -260,51 +270,30 @@ def block_value_dz(z, heads, start, stop, margin, dz):
     The pairs are the label blocks (``(i, k)`` for each ``i`` in ``heads``
     and ``k`` in ``start[i] .. stop[i] - 1``); writes ``dz`` (every entry).
     The residual is formed as in
-    :func:`refimpl.kernels.squared_hinge.value_dz`; the sums run in the
-    four lanes of the block layout.
+    :func:`refimpl.kernels.squared_hinge.value_dz`; the block of each
+    ``i`` runs in the four vector lanes of
+    :func:`refimpl.kernels._blocklanes.hinge_lanes` (sums combined as
+    ``(0 + 1) + (2 + 3)``).
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
     dz[:] = 0.0
-    t0 = 0.0
-    t1 = 0.0
-    t2 = 0.0
-    t3 = 0.0
+    acc = np.zeros(2 * LANES)
     for h in range(len(heads)):
         i = heads[h]
-        zi = z[i]
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        a3 = 0.0
-        k = start[i]
+        lo = start[i]
         hi = stop[i]
-        while k + 4 <= hi:
-            r0 = max(margin - (zi - z[k]), 0.0)
-            r1 = max(margin - (zi - z[k + 1]), 0.0)
-            r2 = max(margin - (zi - z[k + 2]), 0.0)
-            r3 = max(margin - (zi - z[k + 3]), 0.0)
-            t0 += r0 * r0
-            t1 += r1 * r1
-            t2 += r2 * r2
-            t3 += r3 * r3
-            a0 += r0
-            a1 += r1
-            a2 += r2
-            a3 += r3
-            dz[k] += 2.0 * r0
-            dz[k + 1] += 2.0 * r1
-            dz[k + 2] += 2.0 * r2
-            dz[k + 3] += 2.0 * r3
-            k += 4
-        while k < hi:
-            r0 = max(margin - (zi - z[k]), 0.0)
-            t0 += r0 * r0
-            a0 += r0
-            dz[k] += 2.0 * r0
-            k += 1
-        dz[i] -= 2.0 * ((a0 + a1) + (a2 + a3))
-    return (t0 + t1) + (t2 + t3)
+        # the vector loop reads up to LANES - 1 scores past the block
+        mid = hi if hi + LANES - 1 <= len(z) else hi - (hi - lo) % LANES
+        acc[4] = 0.0
+        acc[5] = 0.0
+        acc[6] = 0.0
+        acc[7] = 0.0
+        hinge_lanes(z, lo, mid, z[i], margin, dz, acc)
+        if mid < hi:  # (unguarded, the inlined tail slows the loop 2x)
+            _hinge_tail(z, mid, hi, z[i], margin, dz, acc)
+        dz[i] -= 2.0 * ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    return (acc[0] + acc[1]) + (acc[2] + acc[3])
 
 
 @njit(cache=True)
@@ -324,16 +313,6 @@ def block_residuals(z, u, heads, start, stop, margin, a_out, kb_out):
 
 
 @njit(cache=True)
-def _keep(a, c, m, bp, ba, bc):
-    """Append breakpoint ``a / c`` to the kept ones (counted beyond room)."""
-    if m < len(bp):
-        bp[m] = a / c
-        ba[m] = a
-        bc[m] = c
-    return m + 1
-
-
-@njit(cache=True)
 def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     """Exact step of eq. 20 over the label blocks, usually in one pass.
 
@@ -348,8 +327,10 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     They are sorted and swept.  If the root lies below ``tau`` it is found
     there, on the same piece and by the same formula ``S_ac / S_cc`` as the
     heap search (with running sums over the few crossed breakpoints); if
-    not, or if too many breakpoints lie below ``tau``, the step is not
-    decided here.
+    not, if too many breakpoints lie below ``tau``, or if the crossed terms
+    exceed :data:`CANCEL` times what is left in the sums (which the heap
+    search recomputes from scratch, since the difference is then mostly
+    rounding), the step is not decided here.
 
     A breakpoint is kept when ``a < tau' c`` (``c > 0``) or ``a > tau' c``
     (``c < 0``) with ``tau'`` a little above ``tau``, so that every pair
@@ -368,89 +349,45 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
     bound = min(tau, 1.0) * (1.0 + 2.0**-40)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    c0 = 0.0
-    c1 = 0.0
-    c2 = 0.0
-    c3 = 0.0
-    n_act = 0
-    m = 0
+    acc = np.zeros(3 * LANES)
+    mk = np.zeros(1, dtype=np.int64)
     for h in range(len(heads)):
         i = heads[h]
-        zi = z[i]
-        ui = u[i]
-        k = start[i]
+        lo = start[i]
         hi = stop[i]
-        while k + 4 <= hi:
-            A0 = margin - (zi - z[k])
-            A1 = margin - (zi - z[k + 1])
-            A2 = margin - (zi - z[k + 2])
-            A3 = margin - (zi - z[k + 3])
-            C0 = ui - u[k]
-            C1 = ui - u[k + 1]
-            C2 = ui - u[k + 2]
-            C3 = ui - u[k + 3]
-            # active just right of 0; c = 0 adds nothing to either sum
-            on0 = (A0 > 0.0) | ((A0 == 0.0) & (C0 < 0.0))
-            on1 = (A1 > 0.0) | ((A1 == 0.0) & (C1 < 0.0))
-            on2 = (A2 > 0.0) | ((A2 == 0.0) & (C2 < 0.0))
-            on3 = (A3 > 0.0) | ((A3 == 0.0) & (C3 < 0.0))
-            D0 = C0 if on0 else 0.0
-            D1 = C1 if on1 else 0.0
-            D2 = C2 if on2 else 0.0
-            D3 = C3 if on3 else 0.0
-            s0 += A0 * D0
-            s1 += A1 * D1
-            s2 += A2 * D2
-            s3 += A3 * D3
-            c0 += D0 * D0
-            c1 += D1 * D1
-            c2 += D2 * D2
-            c3 += D3 * D3
-            n_act += ((D0 != 0.0) + (D1 != 0.0)) + ((D2 != 0.0) + (D3 != 0.0))
-            # a breakpoint in (0, 1): leaving (a > 0 < c) or entering (a < 0 > c)
-            B0 = bound * C0
-            if (min(B0, 0.0) < A0) & (A0 < max(B0, 0.0)):
-                m = _keep(A0, C0, m, bp, ba, bc)
-            B1 = bound * C1
-            if (min(B1, 0.0) < A1) & (A1 < max(B1, 0.0)):
-                m = _keep(A1, C1, m, bp, ba, bc)
-            B2 = bound * C2
-            if (min(B2, 0.0) < A2) & (A2 < max(B2, 0.0)):
-                m = _keep(A2, C2, m, bp, ba, bc)
-            B3 = bound * C3
-            if (min(B3, 0.0) < A3) & (A3 < max(B3, 0.0)):
-                m = _keep(A3, C3, m, bp, ba, bc)
-            k += 4
-        while k < hi:
-            A0 = margin - (zi - z[k])
-            C0 = ui - u[k]
-            on0 = (A0 > 0.0) | ((A0 == 0.0) & (C0 < 0.0))
-            D0 = C0 if on0 else 0.0
-            s0 += A0 * D0
-            c0 += D0 * D0
-            n_act += D0 != 0.0
-            B0 = bound * C0
-            if (min(B0, 0.0) < A0) & (A0 < max(B0, 0.0)):
-                m = _keep(A0, C0, m, bp, ba, bc)
-            k += 1
-    s_ac = (s0 + s1) + (s2 + s3)
-    s_cc = (c0 + c1) + (c2 + c3)
+        mid = hi if hi + LANES - 1 <= len(z) else hi - (hi - lo) % LANES
+        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, mk, bp, ba,
+                   bc)
+        if mid < hi:  # (unguarded, the inlined tail slows the loop 2x)
+            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, mk, bp,
+                       ba, bc)
+    s_ac = (acc[0] + acc[1]) + (acc[2] + acc[3])
+    s_cc = (acc[4] + acc[5]) + (acc[6] + acc[7])
+    n_act = int((acc[8] + acc[9]) + (acc[10] + acc[11]))
+    m = mk[0]
     s_cc0 = s_cc
     if m > len(bp):
         return -1.0, s_cc0
-    order = np.argsort(bp[:m])
+    # the kept breakpoints in a heap, popped in increasing order (usually
+    # a few dozen of the m before the root)
+    ev = np.arange(m)
+    for first in range(m // 2 - 1, -1, -1):
+        _sift_down(bp, ev, first, m)
     cap = min(tau, 1.0)
     lo = 0.0
-    e = 0
+    # magnitudes of the terms crossed out of (or into) the running sums
+    x_ac = 0.0
+    x_cc = 0.0
     while True:
         # the piece ends at the next kept breakpoint, or at cap: below tau
         # every breakpoint was kept
-        nxt = bp[order[e]] if e < m else np.inf
+        nxt = bp[0] if m > 0 else np.inf
         hi = min(nxt, cap)
+        decided = s_ac - lo * s_cc <= 0.0 or (s_cc > 0.0 and s_ac <= hi * s_cc)
+        if decided and (x_cc > CANCEL * s_cc or x_ac > CANCEL * abs(s_ac)):
+            # the crossed terms dwarf what is left: the running sums are
+            # mostly rounding, so recompute exactly (the caller's fallback)
+            return -1.0, s_cc0
         if s_ac - lo * s_cc <= 0.0:
             return lo, s_cc0
         if s_cc > 0.0 and s_ac <= hi * s_cc:
@@ -458,9 +395,11 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
         if nxt >= cap:
             # phi' < 0 up to cap: the step is 1 if cap = 1, else undecided
             return (1.0 if tau >= 1.0 else -1.0), s_cc0
-        while e < m and bp[order[e]] == hi:
-            t = order[e]
+        while m > 0 and bp[0] == hi:
+            t = ev[0]
             c = bc[t]
+            x_ac += abs(ba[t] * c)
+            x_cc += c * c
             if c > 0.0:
                 s_ac -= ba[t] * c
                 s_cc -= c * c
@@ -469,7 +408,10 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
                 s_ac += ba[t] * c
                 s_cc += c * c
                 n_act += 1
-            e += 1
+            m -= 1
+            bp[0] = bp[m]
+            ev[0] = ev[m]
+            _sift_down(bp, ev, 0, m)
         if n_act == 0:
             s_ac = 0.0
             s_cc = 0.0

@@ -182,13 +182,20 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         (see Notes); ``"theory"``: ``mu_t = min(1, gap_t / (8 r^2))``, the
         step of the proof of Theorem 1 with the certified gap in place of
         the unknown ``epsilon_t``.
-    linesearch : {"auto", "pairs", "newton"}, default="auto"
+    linesearch : {"auto", "blocks", "pairs", "newton"}, default="auto"
         How ``step="exact"`` minimises eq. 20.  ``"pairs"``: the sorted
         breakpoints of eqs. 20-21 on explicit per-pair arrays,
-        O(p log p) (needs ``loss.pair_indices()``); ``"newton"``: safeguarded Newton
+        O(p log p) (needs ``loss.pair_indices()``); ``"blocks"``: the same
+        iterates of Algorithm 1 without products with ``X`` in the update
+        -- scores carried along the steps, the pairs enumerated per query
+        from ``loss.label_blocks()``, the exact step in one pass that keeps
+        only the breakpoints near the last step (see Notes; ``variant=
+        "paper"``, dense ``X``, all pairs); ``"newton"``: safeguarded Newton
         on ``L(w_t + mu b_t)`` through ``fun``/``grad``/``hess_vec`` only,
-        so it works with the pair-free tree backend; ``"auto"``: ``"pairs"``
-        when the loss holds explicit pairs, else ``"newton"``.
+        so it works with the pair-free tree backend; ``"auto"``:
+        ``"blocks"`` for the paper's variant with the exact step when the
+        loss holds explicit pairs and has label blocks, else ``"pairs"``
+        when it holds explicit pairs, else ``"newton"``.
     callback : callable, optional
         ``callback(w, info)`` after every update, ``w`` a copy of the new
         iterate, ``info`` a dict with ``iter``, ``D``, ``P``, ``gap``,
@@ -246,6 +253,23 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     iterate itself; it is then taken as ``w_{t+1} = w_t + mu_t b_t`` (equal
     to eq. 18 up to rounding) and its value and gradient are reused, so the
     loss state stays that of ``fun`` at the current iterate.
+
+    *Label blocks* (``linesearch="blocks"``).  Laid out query by query,
+    each query's documents by decreasing label, the pairs of a document
+    ``i`` are a contiguous run of the layout (the rest of its query below
+    its label, :func:`refimpl.pairs.label_blocks`), so a pass over ``P``
+    needs no index arrays and runs in vector lanes
+    (:mod:`refimpl.kernels._blocklanes`).  The scores ``z = X w`` follow
+    eq. 18 as ``z + mu (s x_j - z)`` (recomputed every
+    :data:`REFRESH_EVERY` updates, and before stopping, so that eq. 17 is
+    tested at fresh scores); ``u = X b = s x_j - z`` needs one column of
+    ``X``.  The exact step makes one pass that forms ``S_ac``, ``S_cc`` and
+    keeps only the breakpoints below :data:`BLOCK_STEP_GROWTH` times the
+    last step; when the root lies beyond them, or the crossed terms dwarf
+    the running sums, the sorted-breakpoint search on explicit arrays
+    decides (:func:`refimpl.kernels.fenchel.block_iteration`).  The
+    iterates are those of ``"pairs"`` up to rounding: on MQ2008 the same
+    features in the same order in every fit of the runner's grid.
 
     *Closed-form step.*  The paper prints
     ``mu_t = max(min(0, <d_t, K b_t> / ||K b_t||^2), 1)``, which is always 1

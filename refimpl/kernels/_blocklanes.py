@@ -1,0 +1,255 @@
+"""Four-lane vector loops over a label block (FenchelRank's Algorithm 1).
+
+In the label-block layout (:func:`refimpl.pairs.label_blocks`) the pairs
+``(i, k)`` of one document ``i`` are a contiguous run ``k = lo .. hi - 1``
+of the scores, so a pass over the pairs is, per document, a loop over
+``z[lo:hi]`` with ``z_i`` fixed.  numba compiles such a loop to scalar code:
+its sums are reductions, which LLVM vectorises only when allowed to
+reassociate them (``fastmath``), and then the order -- and so the bits --
+would depend on the machine's vector width.  These intrinsics write the
+loop in LLVM IR on ``<4 x double>``: lane ``l`` takes the pairs ``k`` with
+``k - lo = l (mod 4)``, every lane does the IEEE operations of the scalar
+code in the same order (no FMA contraction), so the results are those of
+the scalar loops below, on every machine.  The last vector of a block is
+partial: its lanes at ``k >= hi`` add ``-0.0`` (which changes no value, a
+zero's sign included) and keep no breakpoint, but are still read, so the
+arrays must hold ``LANES - 1`` elements past ``hi`` (the caller runs a
+block that ends at the array's end through the specification instead).
+
+The pure-Python definitions are the specification: the kernels' ``py_func``
+call them, and the tests compare the two.
+
+Derived in: book/03_fenchelrank_duality.md#fenchelrank
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.errors import TypingError
+from numba.extending import intrinsic, overload
+
+LANES = 4
+
+
+def hinge_lanes(z, lo, hi, zi, margin, dz, acc):
+    """Squared-hinge lanes: ``r = max(margin - (zi - z[k]), 0)`` for ``k`` in
+    ``[lo, hi)``; ``acc[l] += r^2``, ``acc[4 + l] += r`` (lane ``l``),
+    ``dz[k] += 2 r``.  ``r`` is NaN when the residual is (not clipped)."""
+    for k in range(lo, hi):
+        lane = (k - lo) % LANES
+        r = margin - (zi - z[k])
+        r = 0.0 if r <= 0.0 else r
+        acc[lane] += r * r
+        acc[LANES + lane] += r
+        dz[k] += 2.0 * r
+
+
+def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
+    """Exact-step lanes: with ``a = margin - (zi - z[k])``, ``c = ui - u[k]``
+    and ``d = c`` if the pair is active just right of 0 (``a > 0``, or
+    ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``,
+    ``acc[8 + l] += (d != 0)``; a pair whose breakpoint ``a / c`` lies in
+    ``(0, bound)`` (tested as ``min(B, 0) < a < max(B, 0)``, ``B = bound c``)
+    is appended, in order, as ``bp[m] = a / c``, ``ba[m] = a``, ``bc[m] = c``
+    with ``m = mk[0]``, which counts on past the buffers' length."""
+    for k in range(lo, hi):
+        lane = (k - lo) % LANES
+        a = margin - (zi - z[k])
+        c = ui - u[k]
+        on = (a > 0.0) or (a == 0.0 and c < 0.0)
+        d = c if on else 0.0
+        acc[lane] += a * d
+        acc[LANES + lane] += d * d
+        acc[2 * LANES + lane] += 1.0 if d != 0.0 else 0.0
+        b = bound * c
+        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
+            m = mk[0]
+            if m < len(bp):
+                bp[m] = a / c
+                ba[m] = a
+                bc[m] = c
+            mk[0] = m + 1
+
+
+def _is_vector(ty, dtype=types.float64):
+    return (isinstance(ty, types.Array) and ty.ndim == 1
+            and ty.layout == "C" and ty.dtype == dtype)
+
+
+class _Lanes:
+    """IR helpers for one intrinsic: vector type, splats, vector pointers."""
+
+    def __init__(self, context, builder):
+        self.context = context
+        self.builder = builder
+        self.dbl = ir.DoubleType()
+        self.vec = ir.VectorType(self.dbl, LANES)
+        self.vptr = self.vec.as_pointer()
+        self.intp = context.get_value_type(types.intp)
+        self.zero = ir.Constant(self.vec, [0.0] * LANES)
+        # x + (-0.0) == x for every x, +-0 included: the masked lanes' term
+        self.neutral = ir.Constant(self.vec, [-0.0] * LANES)
+        self.ivec = ir.VectorType(self.intp, LANES)
+
+    def mask(self, k, stop):
+        """Lanes ``k + l < stop`` of the vector at ``k``."""
+        b = self.builder
+        idx = b.add(self.splat(k, self.ivec),
+                    ir.Constant(self.ivec, list(range(LANES))))
+        return b.icmp_signed("<", idx, self.splat(stop, self.ivec))
+
+    def masked(self, mask, x):
+        return self.builder.select(mask, x, self.neutral)
+
+    def data(self, ty, value):
+        return self.context.make_array(ty)(self.context, self.builder, value).data
+
+    def scalar(self, value, ty, to=types.float64):
+        return self.context.cast(self.builder, value, ty, to)
+
+    def splat(self, x, vec=None):
+        vec = self.vec if vec is None else vec
+        v = ir.Constant(vec, ir.Undefined)
+        for lane in range(LANES):
+            v = self.builder.insert_element(v, x, ir.IntType(32)(lane))
+        return v
+
+    def at(self, ptr, k):
+        """``<4 x double>*`` at element ``k`` of a double pointer."""
+        return self.builder.bitcast(self.builder.gep(ptr, [k]), self.vptr)
+
+    def load(self, ptr):
+        return self.builder.load(ptr, align=8)
+
+    def store(self, value, ptr):
+        self.builder.store(value, ptr, align=8)
+
+
+@intrinsic
+def _hinge_lanes_ir(typingctx, z, lo, hi, zi, margin, dz, acc):
+    if not (_is_vector(z) and _is_vector(dz) and _is_vector(acc)
+            and isinstance(lo, types.Integer) and isinstance(hi, types.Integer)
+            and isinstance(zi, types.Float) and isinstance(margin, types.Float)):
+        raise TypingError("hinge_lanes needs C-contiguous float64 vectors z, "
+                          "dz, acc, integer bounds and float zi, margin")
+    sig = types.void(z, lo, hi, zi, margin, dz, acc)
+
+    def codegen(context, builder, signature, args):
+        ty = signature.args
+        L = _Lanes(context, builder)
+        zp, dzp = L.data(ty[0], args[0]), L.data(ty[5], args[5])
+        accp = builder.bitcast(L.data(ty[6], args[6]), L.vptr)
+        start = L.scalar(args[1], ty[1], types.intp)
+        stop = L.scalar(args[2], ty[2], types.intp)
+        zi_v = L.splat(L.scalar(args[3], ty[3]))
+        m_v = L.splat(L.scalar(args[4], ty[4]))
+        two = ir.Constant(L.vec, [2.0] * LANES)
+        t = cgutils.alloca_once_value(builder, L.load(accp))
+        s = cgutils.alloca_once_value(builder, L.load(builder.gep(accp, [L.intp(1)])))
+        with cgutils.for_range_slice(builder, start, stop,
+                                     ir.Constant(L.intp, LANES)) as (k, _):
+            lanes = L.mask(k, stop)
+            r = builder.fsub(m_v, builder.fsub(zi_v, L.load(L.at(zp, k))))
+            r = builder.select(builder.fcmp_ordered("<=", r, L.zero), L.zero, r)
+            builder.store(builder.fadd(builder.load(t),
+                                       L.masked(lanes, builder.fmul(r, r))), t)
+            builder.store(builder.fadd(builder.load(s), L.masked(lanes, r)), s)
+            dk = L.at(dzp, k)
+            L.store(builder.fadd(L.load(dk),
+                                 L.masked(lanes, builder.fmul(two, r))), dk)
+        L.store(builder.load(t), accp)
+        L.store(builder.load(s), builder.gep(accp, [L.intp(1)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
+                   bp, ba, bc):
+    if not (all(_is_vector(a) for a in (z, u, acc, bp, ba, bc))
+            and _is_vector(mk, types.int64)
+            and isinstance(lo, types.Integer) and isinstance(hi, types.Integer)
+            and all(isinstance(a, types.Float) for a in (zi, ui, margin, bound))):
+        raise TypingError("step_lanes needs C-contiguous float64 vectors z, u, "
+                          "acc, bp, ba, bc, an int64 vector mk, integer bounds "
+                          "and float zi, ui, margin, bound")
+    sig = types.void(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc)
+
+    def codegen(context, builder, signature, args):
+        ty = signature.args
+        L = _Lanes(context, builder)
+        zp, up = L.data(ty[0], args[0]), L.data(ty[1], args[1])
+        accp = builder.bitcast(L.data(ty[8], args[8]), L.vptr)
+        mkp = L.data(ty[9], args[9])
+        bpa = context.make_array(ty[10])(context, builder, args[10])
+        bpp, bap, bcp = bpa.data, L.data(ty[11], args[11]), L.data(ty[12], args[12])
+        cap = builder.extract_value(bpa.shape, 0)
+        start = L.scalar(args[2], ty[2], types.intp)
+        stop = L.scalar(args[3], ty[3], types.intp)
+        zi_v = L.splat(L.scalar(args[4], ty[4]))
+        ui_v = L.splat(L.scalar(args[5], ty[5]))
+        m_v = L.splat(L.scalar(args[6], ty[6]))
+        b_v = L.splat(L.scalar(args[7], ty[7]))
+        one = ir.Constant(L.vec, [1.0] * LANES)
+        sums = [cgutils.alloca_once_value(
+            builder, L.load(builder.gep(accp, [L.intp(q)]))) for q in range(3)]
+        with cgutils.for_range_slice(builder, start, stop,
+                                     ir.Constant(L.intp, LANES)) as (k, _):
+            lanes = L.mask(k, stop)
+            a = builder.fsub(m_v, builder.fsub(zi_v, L.load(L.at(zp, k))))
+            c = builder.fsub(ui_v, L.load(L.at(up, k)))
+            on = builder.or_(
+                builder.fcmp_ordered(">", a, L.zero),
+                builder.and_(builder.fcmp_ordered("==", a, L.zero),
+                             builder.fcmp_ordered("<", c, L.zero)))
+            d = builder.select(on, c, L.zero)
+            for q, term in enumerate((
+                    builder.fmul(a, d), builder.fmul(d, d),
+                    builder.select(builder.fcmp_unordered("!=", d, L.zero),
+                                   one, L.zero))):
+                builder.store(builder.fadd(builder.load(sums[q]),
+                                           L.masked(lanes, term)), sums[q])
+            b = builder.fmul(b_v, c)
+            b_lo = builder.select(builder.fcmp_ordered("<", b, L.zero), b, L.zero)
+            b_hi = builder.select(builder.fcmp_ordered(">", b, L.zero), b, L.zero)
+            keep = builder.and_(lanes, builder.and_(
+                builder.fcmp_ordered("<", b_lo, a),
+                builder.fcmp_ordered("<", a, b_hi)))
+            any_keep = builder.icmp_unsigned(
+                "!=", builder.bitcast(keep, ir.IntType(LANES)),
+                ir.IntType(LANES)(0))
+            with builder.if_then(any_keep, likely=False):
+                for lane in range(LANES):
+                    idx = ir.IntType(32)(lane)
+                    with builder.if_then(builder.extract_element(keep, idx)):
+                        m = builder.load(mkp)
+                        with builder.if_then(builder.icmp_signed("<", m, cap)):
+                            al = builder.extract_element(a, idx)
+                            cl = builder.extract_element(c, idx)
+                            builder.store(builder.fdiv(al, cl), builder.gep(bpp, [m]))
+                            builder.store(al, builder.gep(bap, [m]))
+                            builder.store(cl, builder.gep(bcp, [m]))
+                        builder.store(builder.add(m, m.type(1)), mkp)
+        for q in range(3):
+            L.store(builder.load(sums[q]), builder.gep(accp, [L.intp(q)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@overload(hinge_lanes, inline="always")
+def _hinge_lanes_overload(z, lo, hi, zi, margin, dz, acc):
+    def impl(z, lo, hi, zi, margin, dz, acc):
+        _hinge_lanes_ir(z, lo, hi, zi, margin, dz, acc)
+
+    return impl
+
+
+@overload(step_lanes, inline="always")
+def _step_lanes_overload(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba,
+                         bc):
+    def impl(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
+        _step_lanes_ir(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc)
+
+    return impl
