@@ -364,11 +364,11 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
     s_cc_ref = math.fsum((c[on] ** 2).tolist())
     assert abs(s_cc - s_cc_ref) <= 1e-12 * s_cc_ref + 1e-300
     # undecided, or the step of the explicit search
-    assert mu == -1.0 or abs(mu - mu_ref) <= 1e-9 * abs(mu_ref) + 1e-15, \
+    assert mu < 0.0 or abs(mu - mu_ref) <= 1e-9 * abs(mu_ref) + 1e-15, \
         (mu, mu_ref)
     cap = min(tau, 1.0)
     n_bp = count_breakpoints(a, c, cap)
-    event("undecided" if mu == -1.0 else
+    event("undecided" if mu < 0.0 else
           "decided, tau < 1" if tau < 1.0 else "decided, tau >= 1")
     event(f"kept breakpoints {'>' if n_bp > size else '<='} buffer")
     if mu_ref in bps:
@@ -376,10 +376,10 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
     if crossing_dwarfs(a, c, mu_ref):
         event("crossed terms dwarf the rest")
     elif tau >= 1.0 and n_bp <= size:
-        assert mu != -1.0
+        assert mu >= 0.0
     elif n_bp <= size and mu_ref < cap * (1.0 - 1e-9):
-        assert mu != -1.0                     # the root lies below tau
-    if mu != -1.0:
+        assert mu >= 0.0                     # the root lies below tau
+    if mu >= 0.0:
         assert 0.0 <= mu <= cap
         scale = 1.0 + float(np.sum(np.maximum(a, 0) ** 2) + np.sum(c * c))
         grid = np.linspace(0.0, 1.0, 1001)[:, None]
@@ -412,7 +412,7 @@ def test_block_linesearch_after_a_dominant_pair_is_a_minimiser(inst):
     a, c = residual_arrays(z, u, heads, start, stop, margin)
     bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
     mu, s_cc = kf.block_linesearch(z, u, heads, start, stop, margin, 1.0, *bufs)
-    if mu == -1.0:      # what block_iteration then does
+    if mu < 0.0:      # what block_iteration then does
         event("undecided: the exact search")
         mu = kf.linesearch_pairs(a, c)
     assert 0.0 <= mu <= 1.0
@@ -449,7 +449,7 @@ def test_block_linesearch_after_a_dominant_pair_leaves(a, c):
     bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
     mu, _ = kf.block_linesearch(z, u, heads, start, stop, 1.0, 1.0, *bufs)
     assert crossing_dwarfs(a2, c2, mu_ref)
-    assert mu == -1.0
+    assert mu < 0.0
     X = np.c_[z]                 # one feature: x_j = z, so u = X b for s = 1
     w, zz, uu, dz = np.ones(1), z.copy(), np.empty(3), np.empty(3)
     graw, g = np.empty(1), np.empty(1)
@@ -507,11 +507,11 @@ def test_block_linesearch_root_at_a_breakpoint(act, size, where):
     mu, _ = kf.block_linesearch(z, u, heads, start, stop, 1.0, tau, *bufs)
     n_bp = count_breakpoints(a, c, min(tau, 1.0))
     if where == "below":
-        assert mu == -1.0           # the root lies beyond tau: undecided
+        assert mu < 0.0           # the root lies beyond tau: undecided
     elif n_bp <= size and where != "at" and not crossing_dwarfs(a, c, t):
         assert mu == t
     else:
-        assert mu in (-1.0, t)
+        assert mu < 0.0 or mu == t
 
 
 @pytest.mark.parametrize("a, c, expected", [
@@ -545,7 +545,7 @@ def test_block_linesearch_degenerate_cases(a, c, expected, tau, size):
             and not crossing_dwarfs(a, c, expected)):
         assert mu == pytest.approx(expected, abs=1e-15)
     else:
-        assert mu == -1.0 or mu == pytest.approx(expected, abs=1e-15)
+        assert mu < 0.0 or mu == pytest.approx(expected, abs=1e-15)
 
 
 # --------------------------------------------------------------------------
@@ -578,13 +578,15 @@ def test_block_iteration_fallback_and_update(yq, seed, margin, exp, zero_w):
     mu_ref = kf.linesearch_pairs(a, c)
     w, z = w_old.copy(), z_old.copy()
     u, dz, graw, g = np.empty(n), np.empty(n), np.empty(d), np.empty(d)
-    bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
+    bufs = [np.empty(1) for _ in range(3)]
     scale, r2 = 1.0 / max(p, 1), 1.0 / (margin * margin)     # as eq. 4
     mu, n_pass, s_cc, value, jn, sn, gap = kf.block_iteration(
         Xb, xj, s, j, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
         r2, 1e-300, *bufs, p)
-    assert mu == mu_ref
-    assert n_pass == 3 or (n_pass == 1 and mu <= 1e-300)
+    # tau = 1e-300: the bound is raised (16x twice, then 1), the buffers of
+    # size 1 overflow (then buffers for every pair), or the explicit search
+    assert abs(mu - mu_ref) <= 1e-9 * abs(mu_ref) + 1e-15, (mu, mu_ref)
+    assert 1 <= n_pass <= 7      # 4 bounds, every pair, explicit (2)
     np.testing.assert_array_equal(u, u_ref)
     on = (a > 0.0) | ((a == 0.0) & (c < 0.0))
     s_cc_ref = math.fsum((c[on] ** 2).tolist())

@@ -12,10 +12,13 @@ compiled with ``cache=True``, no ``fastmath``.
 Derived in: book/03_fenchelrank_duality.md#fenchelrank
 """
 
+import time
+
 import numpy as np
-from numba import njit
+from numba import njit, objmode
 
 from ._blocklanes import LANES, hinge_lanes, step_lanes
+from .fused import row_dots
 from .ostree import _rows_axpy
 
 # the lanes' specifications, compiled, finish a block after its multiple of 4
@@ -257,6 +260,13 @@ def greedy_coordinate(g):
 #: pass; beyond it, the exact search on explicit arrays takes over.
 BLOCK_BREAKPOINTS = 4096
 
+#: Why :func:`block_linesearch` left the step undecided (its negative results).
+STEP_BEYOND, STEP_OVERFLOW, STEP_CANCELLED = -1.0, -2.0, -3.0
+
+#: Factor by which :func:`block_iteration` raises a bound the step exceeded
+#: (twice; then the bound is 1).
+TAU_GROWTH = 16.0
+
 #: :func:`block_linesearch` leaves the step to the exact search when the
 #: breakpoints it crossed carry more than this many times what is left in
 #: its running sums (then at most ~4 bits of them are rounding).
@@ -339,9 +349,13 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     Returns
     -------
     mu : float
-        The smallest minimiser, or -1 when it is not decided here (the
-        caller then runs :func:`linesearch_pairs` on
-        :func:`block_residuals`).
+        The smallest minimiser, or a negative code when it is not decided
+        here: :data:`STEP_BEYOND` (-1, the root lies above ``tau``),
+        :data:`STEP_OVERFLOW` (-2, more than ``len(bp)`` breakpoints below
+        ``tau``) or :data:`STEP_CANCELLED` (-3, the crossed terms dwarf the
+        running sums).  :func:`block_iteration` then raises ``tau``, takes
+        buffers for every pair, or runs :func:`linesearch_pairs` on
+        :func:`block_residuals`.
     s_cc : float
         ``sum c_t^2`` over the pairs active at 0+, for the caller's overflow
         check.
@@ -367,7 +381,7 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     m = mk[0]
     s_cc0 = s_cc
     if m > len(bp):
-        return -1.0, s_cc0
+        return STEP_OVERFLOW, s_cc0
     # the kept breakpoints in a heap, popped in increasing order (usually
     # a few dozen of the m before the root)
     ev = np.arange(m)
@@ -387,14 +401,14 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
         if decided and (x_cc > CANCEL * s_cc or x_ac > CANCEL * abs(s_ac)):
             # the crossed terms dwarf what is left: the running sums are
             # mostly rounding, so recompute exactly (the caller's fallback)
-            return -1.0, s_cc0
+            return STEP_CANCELLED, s_cc0
         if s_ac - lo * s_cc <= 0.0:
             return lo, s_cc0
         if s_cc > 0.0 and s_ac <= hi * s_cc:
             return min(max(s_ac / s_cc, lo), hi), s_cc0
         if nxt >= cap:
             # phi' < 0 up to cap: the step is 1 if cap = 1, else undecided
-            return (1.0 if tau >= 1.0 else -1.0), s_cc0
+            return (1.0 if tau >= 1.0 else STEP_BEYOND), s_cc0
         while m > 0 and bp[0] == hi:
             t = ev[0]
             c = bc[t]
@@ -461,9 +475,11 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
 
     With ``z = X w`` (block layout), ``xj`` column ``j`` of ``X`` and the
     greedy vertex ``s e_j``: ``u = X b = s xj - z`` for ``b = s e_j - w``,
-    the exact step ``mu`` by :func:`block_linesearch` (by
-    :func:`linesearch_pairs` on :func:`block_residuals` when that one
-    leaves it undecided), then ``w <- (1 - mu) w + mu s e_j``,
+    the exact step ``mu`` by :func:`block_linesearch` (again with
+    :data:`TAU_GROWTH` times the bound while the step lies beyond it, with
+    buffers for every pair when too many breakpoints lie below it, and by
+    :func:`linesearch_pairs` on :func:`block_residuals` when the running
+    sums cancel), then ``w <- (1 - mu) w + mu s e_j``,
     ``z <- z + mu u`` (no product with ``X``), :func:`block_value_grad`
     and :func:`block_gap` at the new point.
 
@@ -471,7 +487,8 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
     -------
     mu : float
     n_pass : int
-        Passes over the pairs the step took (1, or 3 after the fallback).
+        Passes over the pairs the step took (one per
+        :func:`block_linesearch`, two for the explicit search).
     s_cc : float
         ``sum c_t^2`` of the pairs active at 0+ (checked by the caller).
     value : float
@@ -487,12 +504,25 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
     mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau, bp,
                                 ba, bc)
     n_pass = 1
+    while mu == STEP_BEYOND:
+        # a longer step than the bound expected: a bound 16x as large,
+        # twice, then every breakpoint of (0, 1)
+        tau = min(TAU_GROWTH * tau, 1.0) if n_pass < 3 else 1.0
+        mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau,
+                                    bp, ba, bc)
+        n_pass += 1
+    if mu == STEP_OVERFLOW:
+        # room for every pair's breakpoint: it can only be decided now
+        big = np.empty((3, n_pairs))
+        mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau,
+                                    big[0], big[1], big[2])
+        n_pass += 1
     if mu < 0.0:
         a = np.empty(n_pairs)
         c = np.empty(n_pairs)
         block_residuals(z, u, heads, start, stop, margin, a, c)
         mu = linesearch_pairs(a, c)
-        n_pass = 3
+        n_pass += 2
     if not (np.isfinite(mu) and np.isfinite(s_cc)):
         return mu, n_pass, s_cc, np.nan, j, s, np.nan
     for i in range(len(z)):
@@ -503,3 +533,129 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
     value = block_value_grad(X, z, heads, start, stop, margin, dz, graw)
     jn, sn, gap = block_gap(graw, scale, r2, w, g)
     return mu, n_pass, s_cc, value, jn, sn, gap
+
+
+#: What :func:`block_run` stopped on (``istate[RUN_STATUS]``).
+RUN_CONVERGED, RUN_MAX_ITER, RUN_PAUSED, RUN_BAD_STEP, RUN_BAD_STATE = range(5)
+
+#: Entries of :func:`block_run`'s integer state.
+RUN_J, RUN_J_LAST, RUN_ITER, RUN_SINCE_REFRESH, RUN_LS, RUN_FRESH, \
+    RUN_RECORDS, RUN_STATUS = range(8)
+
+#: Entries of its float state.
+RUN_VALUE, RUN_GAP, RUN_S, RUN_MU, RUN_S_CC = range(5)
+
+#: Columns of its history: the keys of the solver's history, in order.
+RUN_HISTORY = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
+
+
+@njit
+def _clock():
+    with objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+@njit(cache=True)
+def block_evaluate(X, w, z, dz, graw, g, heads, start, stop, margin, scale,
+                   r2):
+    """Fresh scores ``z = X w``, then the loss and :func:`block_gap`.
+
+    Returns ``(value, j, s, gap)``.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    row_dots(X, w, z)
+    value = block_value_grad(X, z, heads, start, stop, margin, dz, graw)
+    j, s, gap = block_gap(graw, scale, r2, w, g)
+    return value, j, s, gap
+
+
+@njit(cache=True)
+def block_record(hist, istate, fstate, w, scale, r2, t0):
+    """Append the current iterate to the history (the solver's keys)."""
+    k = istate[RUN_RECORDS]
+    D = -r2 * (scale * fstate[RUN_VALUE])
+    hist[0, k] = D
+    hist[1, k] = D + fstate[RUN_GAP]
+    hist[2, k] = fstate[RUN_GAP]
+    hist[3, k] = fstate[RUN_MU]
+    hist[4, k] = istate[RUN_J_LAST]
+    hist[5, k] = np.count_nonzero(w)
+    hist[6, k] = istate[RUN_LS]
+    hist[7, k] = _clock() - t0
+    istate[RUN_RECORDS] = k + 1
+
+
+@njit(cache=True)
+def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
+              r2, tol, max_iter, refresh_every, growth, bp, ba, bc, n_pairs,
+              istate, fstate, hist, t0, max_updates):
+    """Algorithm 1 on the label blocks, from a recorded iterate onwards.
+
+    The loop of :func:`refimpl.solvers.fenchelrank` (``linesearch=
+    "blocks"``) compiled: stop when eq. 17 holds (``gap <= tol``) or
+    after ``max_iter`` updates, else update by :func:`block_iteration`
+    (scores recomputed first every ``refresh_every`` updates; the step
+    bound ``tau`` is ``growth`` times the last step), confirm a stop at
+    fresh scores (:func:`block_evaluate`), record the iterate
+    (:func:`block_record`).  Returns after ``max_updates`` updates
+    (``RUN_PAUSED``: the caller runs its callback and calls again), or on
+    a non-finite step or curvature (``RUN_BAD_STEP``) or loss or gap
+    (``RUN_BAD_STATE``), leaving the culprits in ``fstate`` for the
+    caller's error.  The state lives in ``istate`` (``RUN_J`` ...) and
+    ``fstate`` (``RUN_VALUE`` ...); ``XF`` gives the columns of ``X``
+    (a Fortran copy, or ``X`` itself).
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    done = 0
+    while True:
+        if fstate[RUN_GAP] <= tol:
+            istate[RUN_STATUS] = RUN_CONVERGED
+            return
+        if istate[RUN_ITER] >= max_iter:
+            istate[RUN_STATUS] = RUN_MAX_ITER
+            return
+        if done >= max_updates:
+            istate[RUN_STATUS] = RUN_PAUSED
+            return
+        done += 1
+        istate[RUN_ITER] += 1
+        if istate[RUN_SINCE_REFRESH] >= refresh_every:
+            row_dots(X, w, z)
+            istate[RUN_SINCE_REFRESH] = 0
+        j = istate[RUN_J]
+        mu_last = fstate[RUN_MU]
+        tau = growth * mu_last if mu_last > 0.0 else 1.0
+        mu, n_ls, s_cc, value, jn, sn, gap = block_iteration(
+            X, XF[:, j], fstate[RUN_S], j, w, z, u, dz, graw, g, heads, start,
+            stop, margin, scale, r2, tau, bp, ba, bc, n_pairs)
+        fstate[RUN_MU] = mu
+        fstate[RUN_S_CC] = s_cc
+        if not (np.isfinite(mu) and np.isfinite(s_cc)):
+            istate[RUN_STATUS] = RUN_BAD_STEP
+            return
+        istate[RUN_J_LAST] = j
+        istate[RUN_LS] = n_ls
+        istate[RUN_SINCE_REFRESH] += 1
+        fresh = False
+        while True:
+            fstate[RUN_VALUE] = value
+            fstate[RUN_GAP] = gap
+            fstate[RUN_S] = sn
+            istate[RUN_J] = jn
+            # (a finite gap means a finite g: g^T w meets every entry)
+            if not (np.isfinite(scale * value) and np.isfinite(gap)):
+                istate[RUN_STATUS] = RUN_BAD_STATE
+                return
+            if fresh or not (gap <= tol or istate[RUN_ITER] >= max_iter):
+                break
+            # confirm the stop at fresh scores: the certificate is then
+            # free of the rounding carried along the steps
+            value, jn, sn, gap = block_evaluate(X, w, z, dz, graw, g, heads,
+                                                start, stop, margin, scale, r2)
+            istate[RUN_SINCE_REFRESH] = 0
+            fresh = True
+        istate[RUN_FRESH] = fresh
+        block_record(hist, istate, fstate, w, scale, r2, t0)

@@ -526,103 +526,90 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     image of eq. 18, recomputed every :data:`REFRESH_EVERY` updates and
     before the solver stops, so the certificate of eq. 17 is taken at
     fresh scores), the pairs are enumerated per query from the label
-    blocks, and the update, its exact step and the loss and gradient after
-    it are one compiled call (:func:`refimpl.kernels.fenchel.block_iteration`).
+    blocks, and the loop itself is compiled
+    (:func:`refimpl.kernels.fenchel.block_run`; with a callback, one
+    update per call).
     """
-    from ..kernels.fused import row_dots
-
     start_time = time.perf_counter()
     X, start, stop, heads = blocks
     r2 = r * r
     n = int(loss.n_features)
-    p = int(loss.n_pairs)
     scale = float(loss.scale)
-    margin = float(loss.margin)
     l = X.shape[0]
     # contiguous columns for s x_j when the copy is affordable
-    XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else None
+    XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
     w = np.zeros(n)
     z = np.zeros(l)
-    u = np.empty(l)
+    u = np.zeros(l)
     dz = np.empty(l)
     graw = np.empty(n)
     g = np.empty(n)
     bp = np.empty(_k.BLOCK_BREAKPOINTS)
     ba = np.empty(_k.BLOCK_BREAKPOINTS)
     bc = np.empty(_k.BLOCK_BREAKPOINTS)
-
-    def evaluate():
-        # the loss, g_t = K^T d_t and the gap (eq. 16) at fresh scores z = X w
-        row_dots(X, w, z)
-        value = _k.block_value_grad(X, z, heads, start, stop, margin, dz,
-                                    graw)
-        return (value, *_k.block_gap(graw, scale, r2, w, g))
-
-    value, j, s, gap = evaluate()
-    history = {key: [] for key in _HISTORY_KEYS}
-    mu_last, j_last, n_ls = math.nan, -1, 0
-    n_iter = 0
-    since_refresh = 0
-    fresh = True     # z = X w recomputed, not carried along the steps
-    converged = False
+    hist = np.empty((len(_k.RUN_HISTORY), max_iter + 1))
+    istate = np.zeros(8, dtype=np.int64)
+    fstate = np.zeros(5)
+    value, j, s, gap = _k.block_evaluate(X, w, z, dz, graw, g, heads, start,
+                                         stop, float(loss.margin), scale, r2)
+    istate[[_k.RUN_J, _k.RUN_J_LAST, _k.RUN_FRESH]] = (j, -1, 1)
+    fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_MU]] = (value, gap, s,
+                                                               math.nan)
+    _check_block_state(fstate, scale, g, loss)
+    _k.block_record(hist, istate, fstate, w, scale, r2, start_time)
     while True:
-        Lw = scale * value
-        if not (math.isfinite(Lw) and math.isfinite(gap)):
-            # (a finite gap means a finite g: g^T w meets every entry)
-            check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
-            check_finite(g, "FenchelRank", "the gradient of the loss", loss)
-            check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
-        if not fresh and (gap <= tol or n_iter >= max_iter):
-            # confirm the stop at fresh scores: the certificate is then
-            # free of the rounding carried along the steps
-            value, j, s, gap = evaluate()
-            since_refresh = 0
-            fresh = True
-            continue
-        D = -r2 * Lw
-        values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
-                  n_ls, time.perf_counter() - start_time)
-        for key, val in zip(_HISTORY_KEYS, values):
-            history[key].append(val)
-        if callback is not None and n_iter > 0:
-            callback(w.copy(), {"iter": n_iter, "D": D, "P": D + gap,
-                                "gap": gap, "mu": mu_last, "j": j_last})
-        if gap <= tol:
-            converged = True
-            message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
-            break
-        if n_iter >= max_iter:
-            message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
-            warnings.warn(
-                f"FenchelRank did not converge: {message}; increase max_iter "
-                "or tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-            break
-        n_iter += 1
-        if since_refresh >= REFRESH_EVERY:
-            row_dots(X, w, z)
-            since_refresh = 0
-        xj = XF[:, j] if XF is not None else np.ascontiguousarray(X[:, j])
-        tau = BLOCK_STEP_GROWTH * mu_last if mu_last > 0.0 else 1.0
-        j_last = j
-        mu, n_ls, s_cc, value, j, s, gap = _k.block_iteration(
-            X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop, margin,
-            scale, r2, tau, bp, ba, bc, p)
-        if not (math.isfinite(mu) and math.isfinite(s_cc)):
+        _k.block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop,
+                     float(loss.margin), scale, r2, tol, max_iter,
+                     REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, ba, bc,
+                     int(loss.n_pairs), istate, fstate, hist, start_time,
+                     1 if callback is not None else max_iter)
+        status = istate[_k.RUN_STATUS]
+        if status == _k.RUN_BAD_STEP:
             # the curvature sum_P (K b)^2 overflows silently (to a step of
             # 0 and a run that stalls at max_iter): check it here
-            check_finite(s_cc, "FenchelRank",
+            check_finite(fstate[_k.RUN_S_CC], "FenchelRank",
                          "the line-search curvature ||K b||^2", loss)
-            check_finite(mu, "FenchelRank", "the step mu", loss)
-        since_refresh += 1
-        fresh = False
-        mu_last = mu
-
+            check_finite(fstate[_k.RUN_MU], "FenchelRank", "the step mu", loss)
+        if status == _k.RUN_BAD_STATE:
+            _check_block_state(fstate, scale, g, loss)
+        if callback is not None and istate[_k.RUN_ITER] > 0:
+            k = istate[_k.RUN_RECORDS] - 1
+            callback(w.copy(), {"iter": int(istate[_k.RUN_ITER]),
+                                "D": hist[0, k], "P": hist[1, k],
+                                "gap": hist[2, k], "mu": hist[3, k],
+                                "j": int(hist[4, k])})
+        if status != _k.RUN_PAUSED:
+            break
+    n_iter = int(istate[_k.RUN_ITER])
+    gap = float(fstate[_k.RUN_GAP])
+    converged = status == _k.RUN_CONVERGED
+    if converged:
+        message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
+    else:
+        message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
+        warnings.warn(
+            f"FenchelRank did not converge: {message}; increase max_iter "
+            "or tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    records = hist[:, :istate[_k.RUN_RECORDS]]
+    history = {key: records[row].tolist()
+               for row, key in enumerate(_k.RUN_HISTORY)}
+    for key in ("j", "nnz", "ls_eval"):
+        history[key] = [int(v) for v in history[key]]
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message,
                         details={"linesearch": "blocks"})
+
+
+def _check_block_state(fstate, scale, g, loss):
+    """The finiteness checks of Algorithm 1's loop on a block-path state."""
+    check_finite(scale * fstate[_k.RUN_VALUE], "FenchelRank", "the loss L(w)",
+                 loss)
+    check_finite(g, "FenchelRank", "the gradient of the loss", loss)
+    check_finite(fstate[_k.RUN_GAP], "FenchelRank", "the duality gap (eq. 16)",
+                 loss)
 
 
 class _ScoreSpace:
