@@ -47,8 +47,8 @@ def hinge_lanes(z, lo, hi, zi, margin, dz, acc):
 def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
     """Exact-step lanes: with ``a = margin - (zi - z[k])``, ``c = ui - u[k]``
     and ``d = c`` if the pair is active just right of 0 (``a > 0``, or
-    ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``,
-    ``acc[8 + l] += (d != 0)``; a pair whose breakpoint ``a / c`` lies in
+    ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``;
+    a pair whose breakpoint ``a / c`` lies in
     ``(0, bound)`` (tested as ``min(B, 0) < a < max(B, 0)``, ``B = bound c``)
     is appended, in order, as ``bp[m] = a / c``, ``ba[m] = a``, ``bc[m] = c``
     with ``m = mk[0]``, which counts on past the buffers' length."""
@@ -60,7 +60,6 @@ def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
         d = c if on else 0.0
         acc[lane] += a * d
         acc[LANES + lane] += d * d
-        acc[2 * LANES + lane] += 1.0 if d != 0.0 else 0.0
         b = bound * c
         if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
             m = mk[0]
@@ -191,9 +190,8 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
         ui_v = L.splat(L.scalar(args[5], ty[5]))
         m_v = L.splat(L.scalar(args[6], ty[6]))
         b_v = L.splat(L.scalar(args[7], ty[7]))
-        one = ir.Constant(L.vec, [1.0] * LANES)
         sums = [cgutils.alloca_once_value(
-            builder, L.load(builder.gep(accp, [L.intp(q)]))) for q in range(3)]
+            builder, L.load(builder.gep(accp, [L.intp(q)]))) for q in range(2)]
         with cgutils.for_range_slice(builder, start, stop,
                                      ir.Constant(L.intp, LANES)) as (k, _):
             lanes = L.mask(k, stop)
@@ -204,10 +202,7 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
                 builder.and_(builder.fcmp_ordered("==", a, L.zero),
                              builder.fcmp_ordered("<", c, L.zero)))
             d = builder.select(on, c, L.zero)
-            for q, term in enumerate((
-                    builder.fmul(a, d), builder.fmul(d, d),
-                    builder.select(builder.fcmp_unordered("!=", d, L.zero),
-                                   one, L.zero))):
+            for q, term in enumerate((builder.fmul(a, d), builder.fmul(d, d))):
                 builder.store(builder.fadd(builder.load(sums[q]),
                                            L.masked(lanes, term)), sums[q])
             b = builder.fmul(b_v, c)
@@ -231,7 +226,7 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
                             builder.store(al, builder.gep(bap, [m]))
                             builder.store(cl, builder.gep(bcp, [m]))
                         builder.store(builder.add(m, m.type(1)), mkp)
-        for q in range(3):
+        for q in range(2):
             L.store(builder.load(sums[q]), builder.gep(accp, [L.intp(q)]))
         return context.get_dummy_value()
 

@@ -363,7 +363,7 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
     bound = min(tau, 1.0) * (1.0 + 2.0**-40)
-    acc = np.zeros(3 * LANES)
+    acc = np.zeros(2 * LANES)
     mk = np.zeros(1, dtype=np.int64)
     for h in range(len(heads)):
         i = heads[h]
@@ -377,7 +377,6 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
                        ba, bc)
     s_ac = (acc[0] + acc[1]) + (acc[2] + acc[3])
     s_cc = (acc[4] + acc[5]) + (acc[6] + acc[7])
-    n_act = int((acc[8] + acc[9]) + (acc[10] + acc[11]))
     m = mk[0]
     s_cc0 = s_cc
     if m > len(bp):
@@ -417,18 +416,15 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
             if c > 0.0:
                 s_ac -= ba[t] * c
                 s_cc -= c * c
-                n_act -= 1
             else:
                 s_ac += ba[t] * c
                 s_cc += c * c
-                n_act += 1
             m -= 1
             bp[0] = bp[m]
             ev[0] = ev[m]
             _sift_down(bp, ev, 0, m)
-        if n_act == 0:
-            s_ac = 0.0
-            s_cc = 0.0
+        # (when the last active pair leaves, what is left is rounding: the
+        # cancellation test above hands such a step to the exact search)
         lo = hi
 
 
