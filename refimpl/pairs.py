@@ -202,7 +202,7 @@ def preference_pairs(
     return PreferencePairs(i=pi, j=pj, per_query=per_query, qids=groups.qids)
 
 
-def label_blocks(y, qid=None, *, groups=None):
+def label_blocks(y, qid=None, *, groups=None, pairs_only=False):
     """``P`` as contiguous blocks: each query's documents by decreasing label.
 
     Lays the documents out query by query (queries in the order of
@@ -219,10 +219,13 @@ def label_blocks(y, qid=None, *, groups=None):
         As in :func:`preference_pairs`.
     qid : array-like of shape (n,), optional
     groups : QueryGroups, optional
+    pairs_only : bool, default False
+        Leave out the queries without a pair (one label only): their
+        documents are in no block.
 
     Returns
     -------
-    rows : ndarray of int64, shape (n,)
+    rows : ndarray of int64, shape (n,) (fewer with ``pairs_only``)
         The caller's row of the document at each position.
     start, stop : ndarray of int64, shape (n,)
         The block of partners of each position (empty when
@@ -250,6 +253,15 @@ def label_blocks(y, qid=None, *, groups=None):
     stop = np.repeat(indptr[1:], np.diff(indptr)).astype(np.int64)
     # the last run of a query ends at the query's end: an empty block
     heads = np.flatnonzero(start < stop).astype(np.int64)
+    if pairs_only:
+        # a query has a pair exactly when its first document heads a block
+        first = indptr[:-1][np.diff(indptr) > 0]
+        paired = np.zeros(len(indptr) - 1, dtype=bool)
+        paired[np.diff(indptr) > 0] = start[first] < stop[first]
+        keep = np.repeat(paired, np.diff(indptr))
+        new = np.concatenate(([0], np.cumsum(keep))).astype(np.int64)
+        rows, start, stop = rows[keep], new[start[keep]], new[stop[keep]]
+        heads = new[heads]
     return rows, start, stop, heads
 
 

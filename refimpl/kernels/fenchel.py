@@ -429,6 +429,17 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
 
 
 @njit(cache=True)
+def gather_columns(X, cols, out):
+    """``out = X[:, cols]`` (C-contiguous), row after row.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    for r in range(X.shape[0]):
+        for c in range(len(cols)):
+            out[r, c] = X[r, cols[c]]
+
+
+@njit(cache=True)
 def block_value_grad(X, z, heads, start, stop, margin, dz, g):
     """:func:`block_value_dz`, then ``g = X^T dz`` (rows in block order).
 

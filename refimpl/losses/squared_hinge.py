@@ -342,18 +342,18 @@ class PairwiseSquaredHinge(CachedObjective):
         """The data in the label-block layout, or ``None``.
 
         ``(X_blocks, start, stop, heads)``: the rows of ``X`` laid out by
-        :func:`refimpl.pairs.label_blocks` (a C-contiguous float64 copy),
-        and the pairs of ``P`` as blocks of that layout.  ``None`` for a
-        sparse ``X`` or ``which="adjacent"``.  Lets FenchelRank's
+        :func:`refimpl.pairs.label_blocks` (a C-contiguous float64 copy,
+        without the queries that have no pair: they enter neither the loss
+        nor its gradient), and the pairs of ``P`` as blocks of that layout.
+        ``None`` for a sparse ``X`` or ``which="adjacent"``.  Lets FenchelRank's
         Algorithm 1 loop over the pairs without index arrays (its
         ``linesearch="blocks"``).  Part of
         :class:`~refimpl.losses.PairwiseLineSearchObjective`.
         """
         if self.which != "all" or sp.issparse(self.X):
             return None
-        rows, start, stop, heads = label_blocks(self.problem)
-        X = np.ascontiguousarray(np.asarray(self.X, dtype=np.float64)[rows])
-        return X, start, stop, heads
+        rows, start, stop, heads = label_blocks(self.problem, pairs_only=True)
+        return np.take(self.X, rows, axis=0), start, stop, heads
 
     def pair_norm2_operator(self):
         """A closure ``b -> ||K b||^2``, ``K`` the pair-difference matrix.

@@ -531,22 +531,23 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     update per call).
     """
     start_time = time.perf_counter()
-    X, start, stop, heads = _pairs_only(*blocks)
+    X, start, stop, heads = blocks
     r2 = r * r
     n_all = int(loss.n_features)
     # a feature that is 0 in every row has g_j = 0 at every iterate, so the
     # greedy choice never takes it (when max |g| = 0, eq. 17 already holds):
     # leave it out of every pass over X (6 of MQ2008's 46)
-    cols = np.flatnonzero(np.any(X != 0.0, axis=0))
+    cols = np.flatnonzero(np.count_nonzero(X, axis=0))
     if len(cols) == 0:
         cols = np.zeros(1, dtype=np.int64)
-    if len(cols) < n_all:
-        X = np.ascontiguousarray(X[:, cols])
     n = len(cols)
-    scale = float(loss.scale)
     l = X.shape[0]
     # contiguous columns for s x_j when the copy is affordable
+    if len(cols) < n_all:
+        X, X_all = np.empty((l, n)), X
+        _k.gather_columns(X_all, cols, X)
     XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
+    scale = float(loss.scale)
     w = np.zeros(n)
     z = np.zeros(l)
     u = np.zeros(l)
@@ -612,27 +613,6 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
                         converged=converged,
                         history=history, message=message,
                         details={"linesearch": "blocks"})
-
-
-def _pairs_only(X, start, stop, heads):
-    """The label blocks without the queries that have no pair.
-
-    Their documents enter neither the loss nor its gradient, so the passes
-    over ``X`` can leave them out (18 % of MQ2008's training documents).
-    The blocks end where their queries end; a query has a pair exactly when
-    its first document (the highest label) heads a block, so the documents
-    kept are those of ``[heads[h], stop[heads[h]])``.
-    """
-    keep = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.add.at(keep, heads, 1)
-    np.add.at(keep, stop[heads], -1)
-    keep = np.cumsum(keep[:-1]) > 0          # inside some head's block
-    if keep.all():
-        return X, start, stop, heads
-    # new position of every old position (and of the end, for the stops)
-    new = np.concatenate(([0], np.cumsum(keep))).astype(np.int64)
-    return (np.ascontiguousarray(X[keep]), new[start[keep]], new[stop[keep]],
-            new[heads])
 
 
 def _scatter(w, cols, n):
