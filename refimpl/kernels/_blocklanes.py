@@ -44,14 +44,14 @@ def hinge_lanes(z, lo, hi, zi, margin, dz, acc):
         dz[k] += 2.0 * r
 
 
-def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
+def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc):
     """Exact-step lanes: with ``a = margin - (zi - z[k])``, ``c = ui - u[k]``
     and ``d = c`` if the pair is active just right of 0 (``a > 0``, or
-    ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``;
-    a pair whose breakpoint ``a / c`` lies in
-    ``(0, bound)`` (tested as ``min(B, 0) < a < max(B, 0)``, ``B = bound c``)
-    is appended, in order, as ``bp[m] = a / c``, ``ba[m] = a``, ``bc[m] = c``
-    with ``m = mk[0]``, which counts on past the buffers' length."""
+    ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``.
+    Returns how many pairs have their breakpoint ``a / c`` in ``(0, bound)``
+    (tested as ``min(B, 0) < a < max(B, 0)``, ``B = bound c``): those that
+    :func:`keep_breakpoints` appends."""
+    kept = 0
     for k in range(lo, hi):
         lane = (k - lo) % LANES
         a = margin - (zi - z[k])
@@ -60,6 +60,19 @@ def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
         d = c if on else 0.0
         acc[lane] += a * d
         acc[LANES + lane] += d * d
+        b = bound * c
+        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
+            kept += 1
+    return kept
+
+
+def keep_breakpoints(z, u, lo, hi, zi, ui, margin, bound, mk, bp, ba, bc):
+    """Append, in order, the breakpoints :func:`step_lanes` counts:
+    ``bp[m] = a / c``, ``ba[m] = a``, ``bc[m] = c`` with ``m = mk[0]``, which
+    counts on past the buffers' length."""
+    for k in range(lo, hi):
+        a = margin - (zi - z[k])
+        c = ui - u[k]
         b = bound * c
         if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
             m = mk[0]
@@ -98,7 +111,21 @@ class _Lanes:
         return b.icmp_signed("<", idx, self.splat(stop, self.ivec))
 
     def masked(self, mask, x):
-        return self.builder.select(mask, x, self.neutral)
+        """``x`` where ``mask`` (all lanes when it is None), else ``-0.0``."""
+        return x if mask is None else self.builder.select(mask, x, self.neutral)
+
+    def loop(self, start, stop, body):
+        """``body(k, mask)`` for ``k = start, start + 4, ... < stop``: whole
+        vectors with ``mask = None``, then the partial last one, if any,
+        with its lane mask."""
+        b = self.builder
+        step = ir.Constant(self.intp, LANES)
+        n = b.sub(stop, start)
+        whole = b.add(start, b.sub(n, b.srem(n, step)))
+        with cgutils.for_range_slice(b, start, whole, step) as (k, _):
+            body(k, None)
+        with b.if_then(b.icmp_signed("<", whole, stop)):
+            body(whole, self.mask(whole, stop))
 
     def data(self, ty, value):
         return self.context.make_array(ty)(self.context, self.builder, value).data
@@ -145,9 +172,7 @@ def _hinge_lanes_ir(typingctx, z, lo, hi, zi, margin, dz, acc):
         two = ir.Constant(L.vec, [2.0] * LANES)
         t = cgutils.alloca_once_value(builder, L.load(accp))
         s = cgutils.alloca_once_value(builder, L.load(builder.gep(accp, [L.intp(1)])))
-        with cgutils.for_range_slice(builder, start, stop,
-                                     ir.Constant(L.intp, LANES)) as (k, _):
-            lanes = L.mask(k, stop)
+        def body(k, lanes):
             r = builder.fsub(m_v, builder.fsub(zi_v, L.load(L.at(zp, k))))
             r = builder.select(builder.fcmp_ordered("<=", r, L.zero), L.zero, r)
             builder.store(builder.fadd(builder.load(t),
@@ -156,6 +181,8 @@ def _hinge_lanes_ir(typingctx, z, lo, hi, zi, margin, dz, acc):
             dk = L.at(dzp, k)
             L.store(builder.fadd(L.load(dk),
                                  L.masked(lanes, builder.fmul(two, r))), dk)
+
+        L.loop(start, stop, body)
         L.store(builder.load(t), accp)
         L.store(builder.load(s), builder.gep(accp, [L.intp(1)]))
         return context.get_dummy_value()
@@ -164,26 +191,19 @@ def _hinge_lanes_ir(typingctx, z, lo, hi, zi, margin, dz, acc):
 
 
 @intrinsic
-def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
-                   bp, ba, bc):
-    if not (all(_is_vector(a) for a in (z, u, acc, bp, ba, bc))
-            and _is_vector(mk, types.int64)
+def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc):
+    if not (all(_is_vector(a) for a in (z, u, acc))
             and isinstance(lo, types.Integer) and isinstance(hi, types.Integer)
             and all(isinstance(a, types.Float) for a in (zi, ui, margin, bound))):
         raise TypingError("step_lanes needs C-contiguous float64 vectors z, u, "
-                          "acc, bp, ba, bc, an int64 vector mk, integer bounds "
-                          "and float zi, ui, margin, bound")
-    sig = types.void(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc)
+                          "acc, integer bounds and float zi, ui, margin, bound")
+    sig = types.int64(z, u, lo, hi, zi, ui, margin, bound, acc)
 
     def codegen(context, builder, signature, args):
         ty = signature.args
         L = _Lanes(context, builder)
         zp, up = L.data(ty[0], args[0]), L.data(ty[1], args[1])
         accp = builder.bitcast(L.data(ty[8], args[8]), L.vptr)
-        mkp = L.data(ty[9], args[9])
-        bpa = context.make_array(ty[10])(context, builder, args[10])
-        bpp, bap, bcp = bpa.data, L.data(ty[11], args[11]), L.data(ty[12], args[12])
-        cap = builder.extract_value(bpa.shape, 0)
         start = L.scalar(args[2], ty[2], types.intp)
         stop = L.scalar(args[3], ty[3], types.intp)
         zi_v = L.splat(L.scalar(args[4], ty[4]))
@@ -192,9 +212,9 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
         b_v = L.splat(L.scalar(args[7], ty[7]))
         sums = [cgutils.alloca_once_value(
             builder, L.load(builder.gep(accp, [L.intp(q)]))) for q in range(2)]
-        with cgutils.for_range_slice(builder, start, stop,
-                                     ir.Constant(L.intp, LANES)) as (k, _):
-            lanes = L.mask(k, stop)
+        kept = cgutils.alloca_once_value(
+            builder, ir.Constant(L.ivec, [0] * LANES))
+        def body(k, lanes):
             a = builder.fsub(m_v, builder.fsub(zi_v, L.load(L.at(zp, k))))
             c = builder.fsub(ui_v, L.load(L.at(up, k)))
             on = builder.or_(
@@ -208,27 +228,22 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
             b = builder.fmul(b_v, c)
             b_lo = builder.select(builder.fcmp_ordered("<", b, L.zero), b, L.zero)
             b_hi = builder.select(builder.fcmp_ordered(">", b, L.zero), b, L.zero)
-            keep = builder.and_(lanes, builder.and_(
-                builder.fcmp_ordered("<", b_lo, a),
-                builder.fcmp_ordered("<", a, b_hi)))
-            any_keep = builder.icmp_unsigned(
-                "!=", builder.bitcast(keep, ir.IntType(LANES)),
-                ir.IntType(LANES)(0))
-            with builder.if_then(any_keep, likely=False):
-                for lane in range(LANES):
-                    idx = ir.IntType(32)(lane)
-                    with builder.if_then(builder.extract_element(keep, idx)):
-                        m = builder.load(mkp)
-                        with builder.if_then(builder.icmp_signed("<", m, cap)):
-                            al = builder.extract_element(a, idx)
-                            cl = builder.extract_element(c, idx)
-                            builder.store(builder.fdiv(al, cl), builder.gep(bpp, [m]))
-                            builder.store(al, builder.gep(bap, [m]))
-                            builder.store(cl, builder.gep(bcp, [m]))
-                        builder.store(builder.add(m, m.type(1)), mkp)
+            keep = builder.and_(builder.fcmp_ordered("<", b_lo, a),
+                                builder.fcmp_ordered("<", a, b_hi))
+            if lanes is not None:
+                keep = builder.and_(lanes, keep)
+            builder.store(builder.sub(builder.load(kept),
+                                      builder.sext(keep, L.ivec)), kept)
+
+        L.loop(start, stop, body)
         for q in range(2):
             L.store(builder.load(sums[q]), builder.gep(accp, [L.intp(q)]))
-        return context.get_dummy_value()
+        v = builder.load(kept)
+        total = builder.extract_element(v, ir.IntType(32)(0))
+        for lane in range(1, LANES):
+            total = builder.add(total, builder.extract_element(
+                v, ir.IntType(32)(lane)))
+        return total
 
     return sig, codegen
 
@@ -242,9 +257,8 @@ def _hinge_lanes_overload(z, lo, hi, zi, margin, dz, acc):
 
 
 @overload(step_lanes, inline="always")
-def _step_lanes_overload(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba,
-                         bc):
-    def impl(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc):
-        _step_lanes_ir(z, u, lo, hi, zi, ui, margin, bound, acc, mk, bp, ba, bc)
+def _step_lanes_overload(z, u, lo, hi, zi, ui, margin, bound, acc):
+    def impl(z, u, lo, hi, zi, ui, margin, bound, acc):
+        return _step_lanes_ir(z, u, lo, hi, zi, ui, margin, bound, acc)
 
     return impl
