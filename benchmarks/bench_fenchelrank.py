@@ -742,8 +742,8 @@ def part_e(args):
     all_same = True
     for name, X, y, qid in grid_folds():
         for r in grid:
-            fits = {ls: (lambda ls=ls, r=r: quiet(FenchelRank(
-                r=r, line_search=ls, **fixed).fit, X, y, qid))
+            fits = {ls: (lambda ls=ls, r=r, X=X, y=y, qid=qid: quiet(
+                FenchelRank(r=r, line_search=ls, **fixed).fit, X, y, qid))
                 for ls in ("pairs", "blocks")}
             best, est = best_of_interleaved(fits, args.repeat_e)
             same = (np.array_equal(est["pairs"].history_["j"],

@@ -27,11 +27,13 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
-from test_fenchelrank import (
+from test_fenchelrank import (  # coef, snap: its draws of residuals
     G_explicit,
+    coef,
     cvxpy_fenchel,
     fenchel_loss,
     instance,
+    snap,
 )
 
 from refimpl.kernels import fenchel as kf
@@ -268,16 +270,6 @@ def test_block_value_dz_residual_exactly_zero(offset):
 # --------------------------------------------------------------------------
 
 
-def snap(values):
-    x = np.array(values, dtype=np.float64)
-    x[np.abs(x) < 1e-6] = 0.0
-    return x
-
-
-coef = st.one_of(st.floats(-2, 2, allow_nan=False, allow_subnormal=False),
-                 st.integers(-8, 8).map(lambda k: k / 4))   # ties and zeros
-
-
 @st.composite
 def star(draw):
     """One head with ``p`` partners, residuals ``a`` and directions ``c``
@@ -408,7 +400,7 @@ def test_block_linesearch_after_a_dominant_pair_is_a_minimiser(inst):
     """Undecided, or a step in [0, 1] whose phi is minimal up to the
     rounding of phi itself; and the curvature."""
     y, qid, z, u, margin = inst
-    rows, start, stop, heads = label_blocks(y, qid)
+    _rows, start, stop, heads = label_blocks(y, qid)
     a, c = residual_arrays(z, u, heads, start, stop, margin)
     bufs = [np.empty(kf.BLOCK_BREAKPOINTS) for _ in range(3)]
     mu, s_cc = kf.block_linesearch(z, u, heads, start, stop, margin, 1.0, *bufs)
@@ -440,7 +432,7 @@ def test_block_linesearch_after_a_dominant_pair_leaves(a, c):
     leave it undecided, and block_iteration then takes the exact step."""
     a, c = np.array(a), np.array(c)
     y = np.r_[1.0, np.zeros(len(a))]
-    rows, start, stop, heads = label_blocks(y)
+    _rows, start, stop, heads = label_blocks(y)
     z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
     a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
     mu_ref = kf.linesearch_pairs(a2, c2)
@@ -495,7 +487,7 @@ def root_at_breakpoint(draw):
 def test_block_linesearch_root_at_a_breakpoint(act, size, where):
     a, c, t = act
     y = np.r_[1.0, np.zeros(len(a))]
-    rows, start, stop, heads = label_blocks(y)
+    _rows, start, stop, heads = label_blocks(y)
     z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
     a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
     np.testing.assert_array_equal(a2, a)
@@ -533,7 +525,7 @@ def test_block_linesearch_degenerate_cases(a, c, expected, tau, size):
     tau above, at and below the step."""
     a, c = np.array(a), np.array(c)
     y = np.r_[1.0, np.zeros(len(a))]
-    rows, start, stop, heads = label_blocks(y)
+    _rows, start, stop, heads = label_blocks(y)
     z, u = np.r_[0.0, a - 1.0], np.r_[0.0, -c]
     a2, c2 = residual_arrays(z, u, heads, start, stop, 1.0)
     np.testing.assert_allclose(a2, a, rtol=0, atol=1e-15)

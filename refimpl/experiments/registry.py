@@ -412,7 +412,10 @@ register(Method(
     # T = 1000, 33 of the 45 MQ2008 fits stop above the gap 1e-3, and
     # variant="face_newton" (which reaches it in <= 76 updates, 15x less
     # fitting time) selects another r on Fold 4 and moves test metrics by up
-    # to 0.018; `--grid fenchelrank:variant=face_newton` runs it.
+    # to 0.018; `--grid fenchelrank:variant=face_newton` runs it.  Algorithm
+    # 1 itself runs on the label blocks (line_search="auto" -> "blocks"),
+    # with the iterates of the explicit-pairs loop; `--grid
+    # fenchelrank:line_search=pairs` runs that loop.
     fixed={"tol": 1e-3, "max_iter": 1000},
     description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
     ranges={"r": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT,

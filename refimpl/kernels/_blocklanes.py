@@ -38,7 +38,7 @@ def hinge_lanes(z, lo, hi, zi, margin, dz, acc):
     for k in range(lo, hi):
         lane = (k - lo) % LANES
         r = margin - (zi - z[k])
-        r = 0.0 if r <= 0.0 else r
+        r = 0.0 if r <= 0.0 else r  # noqa: FURB136 (a NaN stays, as in the IR)
         acc[lane] += r * r
         acc[LANES + lane] += r
         dz[k] += 2.0 * r
@@ -61,7 +61,7 @@ def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc):
         acc[lane] += a * d
         acc[LANES + lane] += d * d
         b = bound * c
-        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
+        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):  # noqa: FURB136
             kept += 1
     return kept
 
@@ -74,7 +74,7 @@ def keep_breakpoints(z, u, lo, hi, zi, ui, margin, bound, mk, bp, ba, bc):
         a = margin - (zi - z[k])
         c = ui - u[k]
         b = bound * c
-        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):
+        if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):  # noqa: FURB136
             m = mk[0]
             if m < len(bp):
                 bp[m] = a / c
