@@ -211,7 +211,7 @@ def label_blocks(y, qid=None, *, groups=None, pairs_only=False):
     given ``i`` are exactly the documents after ``i``'s run of equal labels
     up to the end of its query: positions ``start[a] .. stop[a] - 1`` for
     ``i`` at position ``a``.  A kernel can loop over ``P`` without index
-    arrays (:func:`refimpl.kernels.fenchel.block_value_dz`).
+    arrays (``refimpl.kernels.fenchel.block_value_dz``).
 
     Parameters
     ----------

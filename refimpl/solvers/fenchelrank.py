@@ -259,7 +259,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     ``i`` are a contiguous run of the layout (the rest of its query below
     its label, :func:`refimpl.pairs.label_blocks`), so a pass over ``P``
     needs no index arrays and runs in vector lanes
-    (:mod:`refimpl.kernels._blocklanes`).  The scores ``z = X w`` follow
+    (``refimpl.kernels._blocklanes``).  The scores ``z = X w`` follow
     eq. 18 as ``z + mu (s x_j - z)`` (recomputed every
     :data:`REFRESH_EVERY` updates, and before stopping, so that eq. 17 is
     tested at fresh scores); ``u = X b = s x_j - z`` needs one column of
@@ -267,7 +267,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     keeps only the breakpoints below :data:`BLOCK_STEP_GROWTH` times the
     last step; when the root lies beyond them, or the crossed terms dwarf
     the running sums, the sorted-breakpoint search on explicit arrays
-    decides (:func:`refimpl.kernels.fenchel.block_iteration`).  The
+    decides (``refimpl.kernels.fenchel.block_iteration``).  The
     iterates are those of ``"pairs"`` up to rounding: on MQ2008 the same
     features in the same order in every fit of the runner's grid.
 
