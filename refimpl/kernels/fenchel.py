@@ -549,8 +549,8 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
 RUN_CONVERGED, RUN_MAX_ITER, RUN_PAUSED, RUN_BAD_STEP, RUN_BAD_STATE = range(5)
 
 #: Entries of :func:`block_run`'s integer state.
-RUN_J, RUN_J_LAST, RUN_ITER, RUN_SINCE_REFRESH, RUN_LS, RUN_FRESH, \
-    RUN_RECORDS, RUN_STATUS = range(8)
+RUN_J, RUN_J_LAST, RUN_ITER, RUN_SINCE_REFRESH, RUN_LS, RUN_RECORDS, \
+    RUN_STATUS = range(7)
 
 #: Entries of its float state.
 RUN_VALUE, RUN_GAP, RUN_S, RUN_MU, RUN_S_CC = range(5)
@@ -667,5 +667,4 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
                                                 start, stop, margin, scale, r2)
             istate[RUN_SINCE_REFRESH] = 0
             fresh = True
-        istate[RUN_FRESH] = fresh
         block_record(hist, istate, fstate, w, scale, r2, t0)

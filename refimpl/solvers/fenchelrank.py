@@ -368,19 +368,20 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         )
     pairs = loss.pair_indices()
     blocks = None
-    if linesearch == "blocks" or (linesearch == "auto" and pairs is not None
-                                  and step == "exact" and variant == "paper"):
-        blocks = loss.label_blocks()
-        if linesearch == "blocks" and (blocks is None or step != "exact"
-                                       or variant != "paper"):
-            raise ValueError(
-                "linesearch='blocks' is Algorithm 1 with the exact step on a "
-                "dense X and the full pair set: it needs step='exact', "
-                "variant='paper' and a loss with label_blocks() (got step="
-                f"{step!r}, variant={variant!r}, label_blocks "
-                f"{'available' if blocks is not None else 'None'}); use "
-                "linesearch='pairs' or 'newton'"
-            )
+    paper_exact = step == "exact" and variant == "paper"
+    if (linesearch == "blocks" and paper_exact) or (
+            linesearch == "auto" and pairs is not None and paper_exact):
+        # (a loss written to the protocol before label blocks has none)
+        label_blocks = getattr(loss, "label_blocks", None)
+        blocks = label_blocks() if label_blocks is not None else None
+    if linesearch == "blocks" and blocks is None:
+        raise ValueError(
+            "linesearch='blocks' is Algorithm 1 with the exact step on a "
+            "dense X and the full pair set: it needs step='exact', "
+            "variant='paper' and a loss whose label_blocks() is not None (got "
+            f"step={step!r}, variant={variant!r}); use linesearch='pairs' or "
+            "'newton'"
+        )
     if linesearch == "auto":
         linesearch = ("blocks" if blocks is not None
                       else "pairs" if pairs is not None else "newton")
@@ -558,11 +559,11 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     ba = np.empty(_k.BLOCK_BREAKPOINTS)
     bc = np.empty(_k.BLOCK_BREAKPOINTS)
     hist = np.empty((len(_k.RUN_HISTORY), max_iter + 1))
-    istate = np.zeros(8, dtype=np.int64)
+    istate = np.zeros(7, dtype=np.int64)
     fstate = np.zeros(5)
     value, j, s, gap = _k.block_evaluate(X, w, z, dz, graw, g, heads, start,
                                          stop, float(loss.margin), scale, r2)
-    istate[[_k.RUN_J, _k.RUN_J_LAST, _k.RUN_FRESH]] = (j, -1, 1)
+    istate[[_k.RUN_J, _k.RUN_J_LAST]] = (j, -1)
     fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_MU]] = (value, gap, s,
                                                                math.nan)
     _check_block_state(fstate, scale, g, loss)
