@@ -380,6 +380,39 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
         assert phi(a, c, mu) <= phi(a, c, mu_ref) + 1e-12 * scale
 
 
+@PROPERTY
+@given(st.one_of(star(), general()), st.data())
+def test_block_kernels_equal_their_specification(inst, data):
+    """The LLVM vector loops of ``refimpl.kernels._blocklanes`` against
+    their pure-Python specification (what the kernels' ``py_func`` run):
+    the same bits -- loss, ``dz``, the step, ``S_cc`` and every appended
+    breakpoint, in order (partial last vectors, tails at the array's end,
+    buffers that overflow)."""
+    y, qid, z, u, margin = inst
+    rows, start, stop, heads = label_blocks(y, qid)
+    zb = np.ascontiguousarray(z[rows])
+    ub = np.ascontiguousarray(u[rows])
+    dz = [np.full(len(y), np.nan) for _ in range(2)]
+    values = [f(zb, heads, start, stop, margin, d) for f, d in
+              zip((kf.block_value_dz, kf.block_value_dz.py_func), dz)]
+    assert np.array(values).view(np.int64).tolist() == \
+        np.array(values[::-1]).view(np.int64).tolist()
+    np.testing.assert_array_equal(dz[0].view(np.int64), dz[1].view(np.int64))
+    tau = data.draw(st.sampled_from([1e-3, 0.25, 1.0]), label="tau")
+    size = data.draw(st.sampled_from([kf.BLOCK_BREAKPOINTS, 0, 2]),
+                     label="buffer")
+    out = []
+    for f in (kf.block_linesearch, kf.block_linesearch.py_func):
+        buf = [np.full(size, np.nan) for _ in range(3)]
+        out.append((f(zb, ub, heads, start, stop, margin, tau, *buf), buf))
+    (mu, s_cc), buf = out[0]
+    (mu_py, s_cc_py), buf_py = out[1]
+    assert (mu, s_cc) == (mu_py, s_cc_py) or (
+        math.isnan(mu) and math.isnan(mu_py))
+    for b, b_py in zip(buf, buf_py):
+        np.testing.assert_array_equal(b.view(np.int64), b_py.view(np.int64))
+
+
 @st.composite
 def dominant(draw):
     """A star whose first pair dwarfs the others (``|c|`` up to 1e9 against

@@ -17,7 +17,7 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from ._blocklanes import LANES, hinge_lanes, keep_breakpoints, step_lanes
+from ._blocklanes import LANES, hinge_lanes, step_lanes
 from .fused import row_dots
 from .ostree import _rows_axpy
 
@@ -25,7 +25,6 @@ from .ostree import _rows_axpy
 # 4 (and collect a block's few breakpoints below the bound)
 _hinge_tail = njit(inline="always")(hinge_lanes)
 _step_tail = njit(inline="always")(step_lanes)
-_keep_breakpoints = njit(keep_breakpoints)
 
 
 @njit(cache=True)
@@ -372,12 +371,12 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
         lo = start[i]
         hi = stop[i]
         mid = hi if hi + LANES - 1 <= len(z) else hi - (hi - lo) % LANES
-        kept = step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc)
+        # (appends the few pairs whose breakpoint lies below tau)
+        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, mk, bp, ba,
+                   bc)
         if mid < hi:  # (unguarded, the inlined tail slows the loop 2x)
-            kept += _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc)
-        if kept:      # (rare: the few pairs whose breakpoint lies below tau)
-            _keep_breakpoints(z, u, lo, hi, z[i], u[i], margin, bound, mk, bp,
-                              ba, bc)
+            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, mk, bp,
+                       ba, bc)
     s_ac = (acc[0] + acc[1]) + (acc[2] + acc[3])
     s_cc = (acc[4] + acc[5]) + (acc[6] + acc[7])
     m = mk[0]
