@@ -209,7 +209,7 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
             builder, L.load(builder.gep(accp, [L.intp(q)]))) for q in range(2)]
 
         def append(keep, a, c):
-            # rare (a few hundred of ~50,000 pairs): lane after lane, in order
+            # lane after lane, in order
             for lane in range(LANES):
                 at = ir.IntType(32)(lane)
                 with builder.if_then(builder.extract_element(keep, at)):
@@ -222,29 +222,49 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
                         builder.store(cl, builder.gep(bcp, [m]))
                     builder.store(builder.add(m, m.type(1)), mkp)
 
+        i64v = ir.VectorType(ir.IntType(64), LANES)
+        d_slot = cgutils.alloca_once(builder, L.vec)
+
         def body(k, lanes):
             a = builder.fsub(m_v, builder.fsub(zi_v, L.load(L.at(zp, k))))
             c = builder.fsub(ui_v, L.load(L.at(up, k)))
-            on = builder.or_(
-                builder.fcmp_ordered(">", a, L.zero),
-                builder.and_(builder.fcmp_ordered("==", a, L.zero),
-                             builder.fcmp_ordered("<", c, L.zero)))
-            d = builder.select(on, c, L.zero)
-            for q, term in enumerate((builder.fmul(a, d), builder.fmul(d, d))):
-                builder.store(builder.fadd(builder.load(sums[q]),
-                                           L.masked(lanes, term)), sums[q])
+            pos = builder.fcmp_ordered(">", a, L.zero)
+            builder.store(builder.select(pos, c, L.zero), d_slot)
             b = builder.fmul(b_v, c)
-            b_lo = builder.select(builder.fcmp_ordered("<", b, L.zero), b, L.zero)
-            b_hi = builder.select(builder.fcmp_ordered(">", b, L.zero), b, L.zero)
-            keep = builder.and_(builder.fcmp_ordered("<", b_lo, a),
-                                builder.fcmp_ordered("<", a, b_hi))
+            # The exact tests cost a dozen vector operations per four pairs,
+            # for the few lanes that need them: a breakpoint in (0, bound)
+            # needs a and a - b of opposite signs (fl(a - b) has the sign of
+            # a - b), and a = 0 needs the sign of c.  Those lanes (and a few
+            # more: zeros, NaN) take the exact tests of the specification.
+            split = builder.icmp_signed(
+                "<", builder.xor(builder.bitcast(a, i64v),
+                                 builder.bitcast(builder.fsub(a, b), i64v)),
+                ir.Constant(i64v, [0] * LANES))
+            rare = builder.or_(split, builder.fcmp_ordered("==", a, L.zero))
             if lanes is not None:
-                keep = builder.and_(lanes, keep)
-            bits = builder.bitcast(keep, ir.IntType(LANES))
+                rare = builder.and_(lanes, rare)
+            bits = builder.bitcast(rare, ir.IntType(LANES))
             with builder.if_then(builder.icmp_unsigned("!=", bits,
                                                        bits.type(0)),
                                  likely=False):
+                on = builder.or_(
+                    pos,
+                    builder.and_(builder.fcmp_ordered("==", a, L.zero),
+                                 builder.fcmp_ordered("<", c, L.zero)))
+                builder.store(builder.select(on, c, L.zero), d_slot)
+                b_lo = builder.select(builder.fcmp_ordered("<", b, L.zero), b,
+                                      L.zero)
+                b_hi = builder.select(builder.fcmp_ordered(">", b, L.zero), b,
+                                      L.zero)
+                keep = builder.and_(builder.fcmp_ordered("<", b_lo, a),
+                                    builder.fcmp_ordered("<", a, b_hi))
+                if lanes is not None:
+                    keep = builder.and_(lanes, keep)
                 append(keep, a, c)
+            d = builder.load(d_slot)
+            for q, term in enumerate((builder.fmul(a, d), builder.fmul(d, d))):
+                builder.store(builder.fadd(builder.load(sums[q]),
+                                           L.masked(lanes, term)), sums[q])
 
         L.loop(start, stop, body)
         for q in range(2):
