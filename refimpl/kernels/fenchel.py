@@ -343,7 +343,9 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     search recomputes from scratch, since the difference is then mostly
     rounding), the step is not decided here.
 
-    A breakpoint is kept when ``a < tau' c`` (``c > 0``) or ``a > tau' c``
+    ``bp``, ``ba`` and ``bc`` are buffers of one length (the breakpoints,
+    their ``a_t`` and their ``c_t``).  A breakpoint is kept when ``a < tau' c``
+    (``c > 0``) or ``a > tau' c``
     (``c < 0``) with ``tau'`` a little above ``tau``, so that every pair
     left out has ``a / c > tau`` whatever the rounding of the test.
 
@@ -372,17 +374,18 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
         hi = stop[i]
         mid = hi if hi + LANES - 1 <= len(z) else hi - (hi - lo) % LANES
         # (appends the few pairs whose breakpoint lies below tau)
-        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, mk, bp, ba,
-                   bc)
+        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, mk, ba, bc)
         if mid < hi:  # (unguarded, the inlined tail slows the loop 2x)
-            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, mk, bp,
-                       ba, bc)
+            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, mk, ba,
+                       bc)
     s_ac = (acc[0] + acc[1]) + (acc[2] + acc[3])
     s_cc = (acc[4] + acc[5]) + (acc[6] + acc[7])
     m = mk[0]
     s_cc0 = s_cc
     if m > len(bp):
         return STEP_OVERFLOW, s_cc0
+    for t in range(m):
+        bp[t] = ba[t] / bc[t]
     # the kept breakpoints in a heap, popped in increasing order (usually
     # a few dozen of the m before the root)
     ev = np.arange(m)
