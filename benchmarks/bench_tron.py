@@ -2,7 +2,8 @@
 
 ``refimpl.estimators.RankSVM(tol=1e-3, backend="tree")`` (selection tree,
 one pass over ``X`` per Hessian product and per value + gradient, TRON with
-score reuse) is timed, after a JIT warm-up, alternately with the LIBLINEAR
+score reuse, on the problem's pair support: without the queries that have
+no pair and the features that are 0 on the others) is timed, after a JIT warm-up, alternately with the LIBLINEAR
 ranksvm peer (Lee & Lin 2014's own code, ``train -s 8``), built in a
 scratch directory from ``../shared/peers`` with the solve-timer patch
 (``benchmarks/_peers.py``; skipped, saying so, when it cannot be built),

@@ -201,6 +201,57 @@ class RankingProblem:
             X = np.ascontiguousarray(X)
         return RankingProblem(X=X, y=self.y, qid=self.qid, groups=self.groups)
 
+    def pair_support(self):
+        """The documents and features that a pairwise loss can see.
+
+        A query whose documents all share one label has no preference pair,
+        so its documents enter no pairwise loss and none of its derivatives;
+        a feature that is 0 on every other document has a zero gradient
+        component at every ``w``.  Returns ``(problem, columns)``: this
+        problem restricted to the queries with two labels or more and (for
+        a dense ``X``) to the features not identically 0 on them (all of
+        them when every one is), and the
+        kept feature indices (``None``: all kept).  Minimisers of the loss
+        plus a regulariser that is 0 at ``w_j = 0`` are those of the
+        restricted problem with ``w_j = 0`` for the dropped features; a
+        solver streams less data (on MQ2008 Fold 1 training, 7,903 x 40 of
+        9,630 x 46).  The problem itself when nothing is dropped, or when no
+        query has a pair (the loss then says so).
+        """
+        order, indptr = self.order, self.indptr
+        sizes = np.diff(indptr)
+        ys = self.y[order]
+        starts = indptr[:-1]
+        paired = np.maximum.reduceat(ys, starts) > np.minimum.reduceat(ys, starts)
+        if not paired.any():
+            return self, None
+        keep = np.empty(self.n_samples, dtype=bool)
+        keep[order] = np.repeat(paired, sizes)
+        rows = None if keep.all() else np.flatnonzero(keep)
+        X = self.X if rows is None else self.X[rows]
+        columns = None
+        if not sp.issparse(X):
+            nonzero = np.flatnonzero(np.any(X != 0.0, axis=0))
+            if 0 < len(nonzero) < X.shape[1]:
+                columns = nonzero
+        if rows is None and columns is None:
+            return self, None
+        if columns is not None:
+            X = np.ascontiguousarray(X[:, columns])
+        if rows is None:
+            return RankingProblem(X=X, y=self.y, qid=self.qid,
+                                  groups=self.groups), columns
+        # the kept queries, their documents renumbered in the same order
+        renumber = np.cumsum(keep) - 1
+        kept_order = order[keep[order]]
+        groups = QueryGroups(
+            order=renumber[kept_order].astype(np.int64),
+            indptr=np.r_[0, np.cumsum(sizes[paired])].astype(np.int64),
+            qids=self.qids[paired])
+        qid = None if self.qid is None else np.asarray(self.qid)[rows]
+        return RankingProblem(X=X, y=self.y[rows], qid=qid,
+                              groups=groups), columns
+
 
 def ranking_problem(X, y=None, qid=None) -> RankingProblem:
     """Validate ``(X, y, qid)`` together, once; return a :class:`RankingProblem`.

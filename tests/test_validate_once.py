@@ -201,3 +201,116 @@ def test_feature_measures_on_a_problem_equal_them_on_arrays(calls, seed):
         assert np.array_equal(sim, kendall_similarity(M, qid))
     with pytest.raises(DataError, match="pass it alone"):
         feature_ndcg(p, y)
+
+
+# --------------------------------------------------------------------------
+# pair_support: the documents and features a pairwise loss sees
+# --------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def support_data(draw):
+    """Queries with one label or several, interleaved (or qid None), some
+    all-zero features, zeros only on the pair-free queries' rows, dense or CSR."""
+    n_q = draw(st.integers(1, 6))
+    y, qid = [], []
+    for q in range(n_q):
+        m = draw(st.integers(1, 7))
+        if draw(st.booleans()):
+            y += [float(draw(st.integers(0, 2)))] * m          # no pair
+        else:
+            y += [float(v) for v in draw(st.lists(st.integers(0, 3),
+                                                  min_size=m, max_size=m))]
+        qid += [q * 7 - 3] * m
+    n = len(y)
+    perm = np.array(draw(st.permutations(range(n))))
+    y = np.array(y)[perm]
+    qid = np.array(qid)[perm]
+    if draw(st.integers(0, 5)) == 0:
+        qid = None
+    d = draw(st.integers(1, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = rng.normal(size=(n, d))
+    zero = draw(st.lists(st.integers(0, d - 1), max_size=d))
+    X[:, zero] = 0.0
+    return X, y, qid, draw(st.booleans())
+
+
+def _no_pair(y, qid):
+    if qid is None:
+        return len(np.unique(y)) < 2
+    return all(len(np.unique(y[qid == q])) < 2 for q in np.unique(qid))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(support_data(), st.integers(0, 2**32 - 1))
+def test_pair_support_drops_only_what_no_pair_sees(inst, seed):
+    X, y, qid, sparse = inst
+    p = ranking_problem(sp.csr_matrix(X) if sparse else X, y, qid)
+    q, cols = p.pair_support()
+    if _no_pair(y, qid):
+        assert q is p and cols is None
+        return
+    keep = np.ones(len(y), dtype=bool)
+    if qid is not None:
+        for v in np.unique(qid):
+            keep[qid == v] = len(np.unique(y[qid == v])) > 1
+    kept_cols = (np.arange(X.shape[1]) if sparse else
+                 np.flatnonzero(np.any(X[keep] != 0, axis=0)))
+    if len(kept_cols) == 0:          # (a loss needs a column: all are kept)
+        kept_cols = np.arange(X.shape[1])
+    assert (cols is None) == (len(kept_cols) == X.shape[1])
+    if cols is not None:
+        np.testing.assert_array_equal(cols, kept_cols)
+    if keep.all() and cols is None:
+        assert q is p
+        return
+    dense = q.X.toarray() if sp.issparse(q.X) else q.X
+    np.testing.assert_array_equal(dense, X[keep][:, kept_cols])
+    np.testing.assert_array_equal(q.y, y[keep])
+    # the grouping is the one group_queries gives the subset
+    ref = _validation.group_queries(None if qid is None else qid[keep],
+                                    int(keep.sum()))
+    for field in ("order", "indptr", "qids"):
+        np.testing.assert_array_equal(getattr(q.groups, field),
+                                      getattr(ref, field))
+    # the same loss, gradient (zero on the dropped features) and products
+    w = np.random.default_rng(seed).normal(size=X.shape[1])
+    s = np.random.default_rng(seed + 1).normal(size=X.shape[1])
+    for backend in ("pairs", "tree"):
+        full = PairwiseSquaredHinge(p, backend=backend)
+        part = PairwiseSquaredHinge(q, backend=backend)
+        v_full, v_part = full.fun(w), part.fun(w[kept_cols])
+        assert abs(v_full - v_part) <= 1e-12 * (1.0 + abs(v_full))
+        g = full.grad(w)
+        np.testing.assert_allclose(g[kept_cols], part.grad(w[kept_cols]),
+                                   rtol=1e-10, atol=1e-12 * (1 + abs(g).max()))
+        assert not np.any(np.delete(g, kept_cols))
+        h = full.hess_vec(s)
+        np.testing.assert_allclose(h[kept_cols], part.hess_vec(s[kept_cols]),
+                                   rtol=1e-10, atol=1e-12 * (1 + abs(h).max()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranksvm_on_the_pair_support_reaches_the_same_optimum(seed):
+    """RankSVM solves on the support; its coefficients are those of the
+    whole problem (tight tolerance), zero on the dropped features."""
+    from refimpl.losses import L2Regularized
+    from refimpl.solvers import tron
+
+    X, y, qid = data(seed, n=120, d=7, n_queries=8)
+    y[qid == 0] = 1                      # a query without a pair
+    X[:, 2] = 0.0                        # a feature that is 0 everywhere
+    X[qid == 0, 5] = 3.0                 # ... and one only on that query
+    X[qid != 0, 5] = 0.0
+    est = E.RankSVM(C=0.5, tol=1e-10, max_iter=200).fit(X, y, qid)
+    whole = tron(L2Regularized(PairwiseSquaredHinge(X, y, qid), 0.5),
+                 tol=1e-10, max_iter=200)
+    np.testing.assert_allclose(est.coef_, whole.w, rtol=1e-7, atol=1e-9)
+    assert est.coef_[2] == 0.0 and est.coef_[5] == 0.0
+    assert abs(est.objective_ - whole.history["f"][-1]) <= \
+        1e-12 * abs(whole.history["f"][-1])

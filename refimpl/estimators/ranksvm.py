@@ -120,7 +120,10 @@ class RankSVM(_LinearRanker):
         Also the second stage of :class:`_TwoStage`, on the columns it
         selected, so that the data are checked and grouped once per fit.
         """
-        loss = PairwiseSquaredHinge(problem, backend=self.backend,
+        # (the documents without a pair and the features that are 0 on the
+        # others have a zero gradient: TRON solves without them)
+        support, columns = problem.pair_support()
+        loss = PairwiseSquaredHinge(support, backend=self.backend,
                                     tree_method=self.tree_method,
                                     which=self.pairs)
         objective = L2Regularized(loss, self.C)
@@ -128,7 +131,11 @@ class RankSVM(_LinearRanker):
                       verbose=self.verbose)
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("RankSVM produced non-finite coefficients")
-        self.coef_ = result.w
+        if columns is None:
+            self.coef_ = result.w
+        else:
+            self.coef_ = np.zeros(problem.n_features)
+            self.coef_[columns] = result.w
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
