@@ -16,6 +16,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 from random_rankings import random_ranking
 from test_ostree import (
     U,
@@ -61,6 +62,24 @@ def test_row_dot_is_its_specification(d):
         exact = math.fsum(float(a) * float(b) for a, b in zip(X[r], w))
         bound = (d + 2) * U * float(np.abs(X[r] * w).sum())
         assert abs(z[r] - exact) <= bound
+
+
+@njit
+def _fma_compiled(a, b, c):
+    return _simd.fma(a, b, c)
+
+
+@PROPERTY
+@given(st.floats(allow_nan=False, allow_infinity=False),
+       st.floats(allow_nan=False, allow_infinity=False),
+       st.floats(allow_nan=False, allow_infinity=False))
+def test_fma_is_its_specification(a, b, c):
+    """``llvm.fma.f64`` rounds ``a b + c`` once: the exact rational value of
+    the specification, rounded (overflow to infinity included)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = _fma_compiled(a, b, c)
+        ref = _simd.fma(a, b, c)
+    assert got == ref or (math.isnan(got) and math.isnan(ref)), (got, ref)
 
 
 def test_row_dot_rejects_non_contiguous_input_at_compile_time():

@@ -811,15 +811,24 @@ def test_fused_value_dz_equals_py_func(seed):
 
 
 def test_compensated_helpers_are_exact():
-    """TwoSum and Dekker's product recover the rounding error exactly."""
+    """TwoSum and the FMA product recover the rounding error exactly, also
+    at magnitudes where Dekker's split product (used before) overflowed."""
     from fractions import Fraction
 
     rng = np.random.default_rng(7)
-    for a, b in rng.normal(size=(200, 2)) * 10.0 ** rng.integers(-20, 20, (200, 2)):
+    scale = 10.0 ** rng.integers(-140, 140, (400, 2))
+    scale[:20] = 2.0 ** 1000                      # |a|, |b| >= 2^996
+    for a, b in rng.normal(size=(400, 2)) * scale:
         s, e = kos._two_sum(a, b)
         assert Fraction(s) + Fraction(e) == Fraction(a) + Fraction(b)
         p, e = kos._two_prod(a, b)
+        if not np.isfinite(p):
+            assert e == 0.0
+            continue
         assert Fraction(p) + Fraction(e) == Fraction(a) * Fraction(b)
+        c = float(rng.integers(0, 2**40))          # a count
+        p, e = kos._count_prod(c, a)
+        assert Fraction(p) + Fraction(e) == Fraction(c) * Fraction(a)
 
 
 @pytest.mark.parametrize("offset", [1e12, 1e155])

@@ -251,7 +251,7 @@ def _no_pair(y, qid):
 def test_pair_support_drops_only_what_no_pair_sees(inst, seed):
     X, y, qid, sparse = inst
     p = ranking_problem(sp.csr_matrix(X) if sparse else X, y, qid)
-    q, cols = p.pair_support()
+    q, cols = p.pair_support(min_share=0.0)
     if _no_pair(y, qid):
         assert q is p and cols is None
         return
@@ -314,3 +314,15 @@ def test_ranksvm_on_the_pair_support_reaches_the_same_optimum(seed):
     assert est.coef_[2] == 0.0 and est.coef_[5] == 0.0
     assert abs(est.objective_ - whole.history["f"][-1]) <= \
         1e-12 * abs(whole.history["f"][-1])
+
+
+def test_pair_support_leaves_a_problem_that_would_shrink_little():
+    """Below ``min_share`` of dropped entries the problem is kept as it is
+    (no copy of X); at or above it, restricted."""
+    X, y, qid = data(3, n=100, d=10, n_queries=10)
+    y[qid == 0] = 2.0                    # one pair-free query
+    share = np.mean(qid == 0)
+    p = ranking_problem(X, y, qid)
+    assert p.pair_support(min_share=share + 1e-9) == (p, None)
+    q, cols = p.pair_support(min_share=share - 1e-9)
+    assert q.n_samples == int(np.sum(qid != 0)) and cols is None

@@ -1,4 +1,4 @@
-"""Two LLVM intrinsics for the one-pass kernels: a row dot product and a prefetch.
+"""LLVM intrinsics for the one-pass kernels: a row dot product, a prefetch, an FMA.
 
 ``row_dot(X, r, w)`` is ``X[r] . w`` summed in a fixed order:
 
@@ -19,8 +19,15 @@ them, and the tests compare the two.
 (``llvm.prefetch``, kept in every cache level); it has no effect on any
 result, and in Python it does nothing.
 
+``fma(a, b, c)`` is ``a * b + c`` with one rounding (``llvm.fma.f64``: the
+processor's instruction, or the C library's ``fma`` where there is none),
+so ``fma(a, b, -fl(a * b))`` is the exact error of a product.  In Python it
+is computed exactly with fractions and rounded once.
+
 Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
 """
+
+import math
 
 from llvmlite import ir
 from numba import types
@@ -46,6 +53,20 @@ def row_dot(X, r, w):
 
 def prefetch(a, i):
     """A hint that ``a[i]`` will be read soon; nothing in Python."""
+
+
+def fma(a, b, c):
+    """``a * b + c`` rounded once (reference: exact rational arithmetic)."""
+    from fractions import Fraction
+
+    a, b, c = float(a), float(b), float(c)
+    if not all(map(math.isfinite, (a, b, c))):
+        return a * b + c
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    try:
+        return float(exact)  # correctly rounded
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _contiguous_float64(ty, ndim):
@@ -123,6 +144,29 @@ def _prefetch_ir(typingctx, a, i):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def _fma_ir(typingctx, a, b, c):
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        raise TypingError("fma needs three floats")
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        dbl = ir.DoubleType()
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(dbl, [dbl] * 3), "llvm.fma.f64")
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@overload(fma, inline="always")
+def _fma_overload(a, b, c):
+    def impl(a, b, c):
+        return _fma_ir(a, b, c)
+
+    return impl
 
 
 @overload(row_dot, inline="always")

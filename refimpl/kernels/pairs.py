@@ -166,3 +166,24 @@ def fill_adjacent_pairs(y, order, indptr, offsets, out_i, out_j):
                 out_i[k] = i
                 out_j[k] = idx[s[b]]
                 k += 1
+
+
+@njit(cache=True)
+def nonzero_columns(X, rows, seen):
+    """Mark in ``seen`` the columns of ``X`` not 0 on some row of ``rows``.
+
+    ``seen`` (bool, one per column) starts all False; returns how many
+    columns are marked.  Stops at the first row by which every column is
+    marked: on dense features a few rows, where ``np.any(X != 0, axis=0)``
+    reads all of ``X`` and writes a mask as large.
+    """
+    d = X.shape[1]
+    found = 0
+    for r in rows:
+        for j in range(d):
+            if not seen[j] and X[r, j] != 0.0:
+                seen[j] = True
+                found += 1
+        if found == d:
+            break
+    return found
