@@ -326,3 +326,21 @@ def test_pair_support_leaves_a_problem_that_would_shrink_little():
     assert p.pair_support(min_share=share + 1e-9) == (p, None)
     q, cols = p.pair_support(min_share=share - 1e-9)
     assert q.n_samples == int(np.sum(qid != 0)) and cols is None
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", [0, 17, 59])
+def test_check_X_finds_every_non_finite_entry(bad, where, sparse):
+    """A NaN or infinity anywhere is refused (the sum that proves finiteness
+    cheaply never hides one); large finite entries whose sum overflows are
+    accepted."""
+    X = np.random.default_rng(where).normal(size=(12, 5))
+    X.flat[where] = bad
+    with pytest.raises(DataError, match="NaN or infinite"):
+        _validation.check_X(sp.csr_matrix(X) if sparse else X)
+    big = np.full((12, 5), np.finfo(np.float64).max)
+    big[3, 2] = -big[3, 2]
+    out = _validation.check_X(sp.csr_matrix(big) if sparse else big)
+    dense = out.toarray() if sp.issparse(out) else out
+    np.testing.assert_array_equal(dense, big)
