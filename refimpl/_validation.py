@@ -150,7 +150,7 @@ def _all_finite(a) -> bool:
 #: share of ``X``'s entries or more lies outside its pair support: a solver
 #: reads ``X`` tens of times, the restriction copies it once (on a
 #: 301,916 x 136 set where 63 documents have no pair, the copy took 0.8 s,
-#: twice TRON's solve).
+#: more than twice TRON's solve).
 PAIR_SUPPORT_MIN_SHARE = 0.1
 
 
@@ -232,8 +232,8 @@ class RankingProblem:
         component at every ``w``.  Returns ``(problem, columns)``: this
         problem restricted to the queries with two labels or more and (for
         a dense ``X``) to the features not identically 0 on them (all of
-        them when every one is), and the
-        kept feature indices (``None``: all kept).  Minimisers of the loss
+        them when every one is), and the kept feature indices (``None``:
+        all kept).  Minimisers of the loss
         plus a regulariser that is 0 at ``w_j = 0`` are those of the
         restricted problem with ``w_j = 0`` for the dropped features; a
         solver streams less data (on MQ2008 Fold 1 training, 7,903 x 40 of

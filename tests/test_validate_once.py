@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import refimpl.estimators as E
 from refimpl import _validation
@@ -206,10 +208,6 @@ def test_feature_measures_on_a_problem_equal_them_on_arrays(calls, seed):
 # --------------------------------------------------------------------------
 # pair_support: the documents and features a pairwise loss sees
 # --------------------------------------------------------------------------
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 
 @st.composite
 def support_data(draw):

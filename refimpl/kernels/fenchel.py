@@ -344,10 +344,10 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     rounding), the step is not decided here.
 
     ``bp``, ``ba`` and ``bc`` are buffers of one length (the breakpoints,
-    their ``a_t`` and their ``c_t``).  A breakpoint is kept when ``a < tau' c``
-    (``c > 0``) or ``a > tau' c``
-    (``c < 0``) with ``tau'`` a little above ``tau``, so that every pair
-    left out has ``a / c > tau`` whatever the rounding of the test.
+    their ``a_t`` and their ``c_t``).  A breakpoint is kept when
+    ``a < tau' c`` (``c > 0``) or ``a > tau' c`` (``c < 0``) with ``tau'`` a
+    little above ``tau``, so that every pair left out has ``a / c > tau``
+    whatever the rounding of the test.
 
     Returns
     -------
