@@ -18,7 +18,7 @@ class DataTypeError(DataError, TypeError):
     A :class:`DataError` that is also a ``TypeError``, as scikit-learn's
     input validation raises it.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
 
@@ -34,7 +34,7 @@ class ParameterError(ValueError, TypeError):
     ``InvalidParameterError``; not a :class:`DataError`, which is about the
     data.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
 
@@ -54,7 +54,7 @@ class NonFiniteError(FloatingPointError):
     value, the likely cause (usually the scale of the features) and the
     remedy (rescale ``X``).
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
 

@@ -19,7 +19,7 @@ O(l log l + l log k) (order-statistic trees, eq. 29) or O(l log l + l k)
 (direct counting, eq. 20; PRSVM+'s decomposition by relevance level,
 section 3.1, eqs. 31-32) without enumerating the pairs.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def query_levels(y, order, indptr):
     nlev : ndarray of int64, shape (n_queries,)
         Number of distinct labels of each query.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     level = np.empty(len(y), dtype=np.int64)
     nlev = np.empty(len(indptr) - 1, dtype=np.int64)
@@ -133,7 +133,7 @@ def sv_statistics(z, t, y, order, indptr, margin=1.0, method="selection_tree"):
     label ``>= r`` in score order (``refimpl.kernels.prsvm``); it uses
     the same two membership expressions, so its counts are identical.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     if method not in KERNELS:
         raise DataError(f"method must be one of {METHODS}, got {method!r}")

@@ -4,7 +4,7 @@ Pointwise linear regression and LightGBM's LambdaMART (estimators without
 the ranking interface, adapted), and LifeRank's two-stage pipeline (its
 extracted features, then a linear ranker).
 
-Derived in: book/07_side_by_side.md#side-by-side
+Derived in: book/08_side_by_side.md#side-by-side
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
     (2018, Section 5.3; RankLib's implementation there): fit
     ``y ~ X w + b`` by ordinary least squares and rank by ``X w``.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Attributes
     ----------
@@ -120,7 +120,7 @@ class LambdaMART(_Ranker, BaseEstimator):
     are not contiguous.  ``n_jobs=1`` and ``deterministic=True`` with a
     fixed seed make a fit reproducible bit for bit.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -194,7 +194,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     composition is linear in the original features, with weights ``T v``
     (``v`` those of the second stage), which ``coef_`` holds.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------

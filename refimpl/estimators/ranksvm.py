@@ -77,7 +77,7 @@ class RankSVM(_LinearRanker):
     backend_ : str
         The backend actually used (``"auto"`` resolved).
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
     _parameter_constraints: ClassVar[dict] = {

@@ -10,7 +10,7 @@ Where a paper does not state a grid (FSMRank, RankSVM-l1, the non-convex
 penalties, LambdaMART) the entry's ``grid_source`` says so and what was
 chosen instead.
 
-Derived in: book/07_side_by_side.md#side-by-side
+Derived in: book/08_side_by_side.md#side-by-side
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ParamRange:
     accepted range, not a failure of every task at fit time.  The ranges
     repeat what each estimator checks when it is fitted.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ def _coef(estimator):
 class Method:
     """One learning-to-rank method as the runner sees it.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -236,7 +236,7 @@ def expand_grid(grid):
     The last parameter varies fastest; the order is that of the dict and of
     each list, so that "first in grid order" is well defined.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -259,7 +259,7 @@ METHODS: dict = {}
 def register(method, *, replace=False):
     """Add a :class:`Method` to :data:`METHODS`.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -298,7 +298,7 @@ def register(method, *, replace=False):
 def get_method(name):
     """The registered :class:`Method` called ``name``.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Raises
     ------

@@ -1,6 +1,6 @@
 """Reading the runner's tables back and setting them beside the papers.
 
-Derived in: book/07_side_by_side.md#side-by-side
+Derived in: book/08_side_by_side.md#side-by-side
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def read_csv(path):
 
     Empty cells become ``None``.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
     """
     with open(path, newline="") as f:
         return [{k: _parse(v) for k, v in row.items()} for row in csv.DictReader(f)]
@@ -47,7 +47,7 @@ def read_csv(path):
 def load_results(path):
     """The tables one run wrote into ``<out>/<dataset>/``.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -76,7 +76,7 @@ def paired_ttest(per_query, method_a, method_b, metric="AP"):
     Each query is in the test split of exactly one fold, so pooling the
     folds gives one pair of values per query.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -141,7 +141,7 @@ def paper_comparison(results, paper_values, dataset=None):
     ``params`` entry (JSON), the mean over folds of the tasks with those
     parameters (e.g. LifeRank at k = 10) instead of the selected models.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------

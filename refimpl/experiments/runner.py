@@ -47,7 +47,7 @@ fold itself (once per worker process), so only the task description
 travels to a worker; on a cluster the LETOR directory must be readable by
 every worker at the same path.
 
-Derived in: book/07_side_by_side.md#side-by-side
+Derived in: book/08_side_by_side.md#side-by-side
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ _SYNTHETIC_SYNTAX = (
 class ExperimentConfig:
     """What to run.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -182,7 +182,7 @@ class _Plan:
 def parse_folds(text):
     """``"1-5"``, ``"1,3"`` or ``"2"`` -> a tuple of fold numbers.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
     """
     folds = []
     for part in str(text).split(","):
@@ -290,7 +290,7 @@ def _check_values(method, param, values):
 def validate_config(config):
     """Check a configuration completely, before any fit.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Returns
     -------
@@ -583,7 +583,7 @@ def code_hash():
     at the price of refitting after edits that did not matter.  The hash is
     computed once per process, from the files as they are on disk then.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Returns
     -------
@@ -651,7 +651,7 @@ def load_fold(dataset, fold, root=None):
     re-computed only when a file's size or modification time changes), so a
     file rewritten with other data is loaded again.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -1018,7 +1018,7 @@ def _sigterm_unwinds():
 class RunResult:
     """What :func:`run` produced.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Attributes
     ----------
@@ -1239,7 +1239,7 @@ def _run_todo(todo, config, plan, out_dir, results):
 def run(config):
     """Run an experiment: validate, fit (or load) every task, select, write.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------

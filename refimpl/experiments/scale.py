@@ -25,7 +25,7 @@ prints estimate and measured peak side by side).  LifeRank's pairwise
 logistic loss has no tree backend: it keeps its explicit pairs, 16 bytes
 each, and the guard counts them.
 
-Derived in: book/07_side_by_side.md#side-by-side
+Derived in: book/08_side_by_side.md#side-by-side
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
                 data_bytes, available=None, grouped=True):
     """Refuse a task that cannot run at this size, before it allocates.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
@@ -280,7 +280,7 @@ def check_task(name, params, fold, n_pairs, available=None):
     The runner's hook: sizes are read from the training split, the data
     bytes from all three splits.
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
     """
     from .._validation import group_queries
     from ..losses._tree_backend import query_runs

@@ -409,10 +409,10 @@ def runner_results(dataset="MQ2008", *, check=(), fold=1, tol=5e-3,
     tolerance, FenchelRank after T = 1000 iterations): the stopping point
     moves inside the ball the rule allows with the summation order of the
     BLAS kernel, and test metrics, step functions of the scores, follow it
-    (chapter 2 measures 8e-4 in mean NDCG between three OpenBLAS kernels;
+    (chapter 7 measures 8e-4 in mean NDCG between three OpenBLAS kernels;
     a change of summation order in the library's kernels does the same).
 
-    Derived in: book/07_side_by_side.md#side-by-side
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------

@@ -29,7 +29,7 @@ across the loop (one vector addition per element on the dependency
 chain, instead of a store and a reload per step), and each state is the
 one :func:`dd_step` would reach after the same insertions, bit for bit.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from llvmlite import ir

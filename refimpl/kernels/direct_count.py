@@ -15,7 +15,7 @@ to be slow when ``k`` is large.
 The input conventions are those of :mod:`refimpl.kernels.ostree`, whose
 helpers prepare them.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 import numpy as np
@@ -60,7 +60,7 @@ def sv_stats_direct(
     the explicit-pairs kernel, which is monotone in each score, so the
     sweeps reproduce the brute-force active set exactly, ties included.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax = 1
     for q in range(len(indptr) - 1):

@@ -38,7 +38,7 @@ replace the tree by a direct per-level sweep: one accumulator per level in
 the lanes of a vector (:mod:`refimpl.kernels._ddlanes`), O(l_q) per query,
 same membership tests and insertion order.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 import numpy as np
@@ -73,7 +73,7 @@ def label_levels(y, order, indptr, level, nlev):
     labels take them from :func:`refimpl.kernels.pairs.distinct_labels`
     (a linear scan, no allocation); the others are sorted.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     vals = np.empty(LABEL_SCAN)
     counts = np.empty(LABEL_SCAN, dtype=np.int64)
@@ -131,7 +131,7 @@ def sort_by_score(z, order, indptr, perm):
     a stable sort's permutation is unique, so the result does not depend on
     the threshold.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     lmax = 0
     for q in range(len(indptr) - 1):
@@ -186,7 +186,7 @@ def sort_by_score_from(z, order, indptr, pos, prev, perm, zb):
     bounds the cost at a few times the plain sort's.  ``zb``: scratch of the
     longest query's length.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     for q in range(len(indptr) - 1):
         lo = indptr[q]
@@ -227,7 +227,7 @@ def center_per_query(t, order, indptr, out):
     query, so ``A_w t`` is unchanged by a per-query shift; centring first
     reduces the cancellation in ``(l_i^+ + l_i^-) t_i - gamma_i^+ - gamma_i^-``.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     for q in range(len(indptr) - 1):
         lo = indptr[q]
@@ -376,7 +376,7 @@ def sv_stats_selection_tree(
     explicit-pairs kernel; it is monotone in each score under rounding, so
     the swept sets equal the brute-force ones exactly, ties included.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax = 1
     for q in range(len(indptr) - 1):
@@ -656,7 +656,7 @@ def hess_dz_selection_tree(
     ``t_i - t_j`` by up to ``u (|t_i| + |t_j|)`` (``tests/test_ostree.py``
     checks the bound against ``math.fsum`` of the pair terms).
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax, lmax = _largest_query(nlev, indptr)
     if _prefix_only(kmax, lmax):
@@ -712,7 +712,7 @@ def record_sweeps(z, perm, level, nlev, indptr, margin, l_plus, l_minus,
     computes it on its own, for states obtained otherwise (e.g. counts
     from :func:`sv_stats_selection_tree`).
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     for q in range(len(indptr) - 1):
         if nlev[q] <= 1:
@@ -1037,7 +1037,7 @@ def value_dz_selection_tree(
     were ``u (l |a| + sum |z_j|)`` and ``u (l a^2 + sum z_j^2)``: relative
     errors of order 1 when a query's scores form clusters at +-1e8.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax, lmax = _largest_query(nlev, indptr)
     pmax = _pow2_at_least(kmax)
@@ -1459,7 +1459,7 @@ def sv_stats_avl(
     g_plus, g_minus : ndarray of float64, shape (n,)
         Output ``gamma_i^+``, ``gamma_i^-`` at the original indices.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     kmax = _largest_query(nlev, indptr)[0]
     inode = np.empty((kmax, 6), dtype=np.int64)

@@ -27,7 +27,7 @@ the number of relevance levels, which is what Lee & Lin's Figure 6 shows.
 The input conventions are those of :mod:`refimpl.kernels.ostree`, whose
 helpers prepare them.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 import numpy as np
@@ -92,7 +92,7 @@ def sv_stats_prsvm(
     ``gamma_i^-`` is accumulated level by level, so its rounding differs
     from a pair loop's in the last bits only.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     lmax = 0
     for q in range(len(indptr) - 1):

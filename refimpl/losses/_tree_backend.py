@@ -6,7 +6,7 @@ but nothing is O(p): every call computes the support-vector statistics
 O(l log l + l log k) and assembles value, score gradient and Hessian
 product from them (eqs. 17-19).
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class _TreeBackend:
     therefore include the fusion (and the cost of the compensated sums),
     not only the data structure.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
     name = "tree"
@@ -317,7 +317,7 @@ class _OnePassTree(_TreeBackend):
     y : ndarray of float64, shape (n,)
     groups : QueryGroups
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
     def __init__(self, X, margin, y, groups):

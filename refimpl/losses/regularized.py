@@ -9,7 +9,7 @@ with ``L`` any smooth loss object, e.g. the pairwise squared hinge
 matrix form eq. 9), its gradient ``w + C grad L`` eq. 10 and its generalised
 Hessian ``I + C grad^2 L`` eq. 11.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class L2Regularized(CachedObjective):
     generalised Hessian :math:`\nabla^2 f(w) = I + C \nabla^2 L(w)` (eq. 11),
     of which only products with a vector are formed.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ import numpy as np
 class SolverResult:
     """Outcome of an iterative solver.
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 
     Parameters
     ----------
@@ -50,6 +50,6 @@ class SolverResult:
         dict of str to ndarray
             ``np.asarray`` of each history list (same keys, same lengths).
 
-        Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+        Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
         """
         return {key: np.asarray(values) for key, values in self.history.items()}

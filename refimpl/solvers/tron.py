@@ -8,7 +8,7 @@ Section 4.1: each outer iteration approximately minimises the quadratic model
 the step if the actual reduction is a large enough fraction of the predicted one
 (eq. 36) and resizes ``Delta`` (eq. 37).  No preconditioning.
 
-Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def tron(
 
         \|\nabla f(w_k)\|_2 \le \mathrm{tol} \cdot \|\nabla f(w_0)\|_2 .
 
-    Derived in: book/02_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 
     Parameters
     ----------

@@ -1,0 +1,25 @@
+"""Checkers for the book's implementation exercises.
+
+Each ``check_*`` function takes the student's function, runs it against
+``refimpl`` on adversarial and random cases and returns a
+:class:`~refimpl.exercises.CheckResult` whose message says, in one sentence,
+what is wrong (or that every case agreed).  The chapter that poses the
+exercise names its checker; the modules follow the book's chapters.
+"""
+
+from ._harness import CheckResult, run_checker
+from .ch01_data import *  # noqa: F401,F403
+from .ch02_toolkit import *  # noqa: F401,F403
+from .ch03_fenchel import *  # noqa: F401,F403
+from .ch04_acceleration import *  # noqa: F401,F403
+from .ch05_dc import *  # noqa: F401,F403
+from .ch06_liferank import *  # noqa: F401,F403
+from .ch07_ostree import *  # noqa: F401,F403
+
+from . import (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration,
+               ch05_dc, ch06_liferank, ch07_ostree)
+
+__all__ = ["CheckResult", "run_checker"] + [
+    name for m in (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration,
+                   ch05_dc, ch06_liferank, ch07_ostree)
+    for name in m.__all__]
