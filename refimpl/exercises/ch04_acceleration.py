@@ -1,5 +1,351 @@
-"""Exercise checkers of Chapter 4 (Nesterov acceleration, FSMRank)."""
+r"""Exercise checkers of Chapter 4 (Nesterov acceleration, FSMRank).
+
+The three pieces a student writes when building FISTA by hand, each checked
+against a trusted reference on adversarial and random cases:
+
+* :func:`check_prox_grad_step` -- one proximal-gradient step for
+  ``F(w) = C sum_p max(0, 1 - (K w)_p)^2 + lam ||w||_1`` (the book's
+  eq-acc-prox-step with soft-thresholding, refimpl's :class:`~refimpl.penalties.L1`);
+* :func:`check_fista_momentum` -- one momentum update ``(w_k, w_{k-1},
+  t_k) -> (z_{k+1}, t_{k+1})`` (eq-fista-momentum);
+* :func:`check_backtracking` -- the line search that multiplies ``L`` by
+  ``eta`` until the majorisation test (eq-acc-ls-test) holds.
+
+Each diagnosis recomputes the typical wrong answers (step ``L`` instead of
+``1/L``, threshold ``lam`` instead of ``lam/L``, the gradient's sign, the
+index of ``t`` in the momentum coefficient, a missing square root, ...) and
+names the one the student's answer matches.
+
+Derived in: book/04_fsmrank_nesterov.md#fsmrank
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import numpy as np
+
+from ..penalties import L1
+from ._harness import CheckResult, run_checker
+
+__all__ = ["check_backtracking", "check_fista_momentum", "check_prox_grad_step"]
+
+_RTOL, _ATOL = 1e-9, 1e-12
+
+
+def _close(a, b) -> bool:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=_RTOL, atol=_ATOL))
+
+
+def _first_match(answer, variants):
+    """The message of the first variant ``answer`` equals, or None."""
+    for value, message in variants:
+        try:
+            if _close(answer, value):
+                return message
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _soft(v, t):
+    return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
+
+
+def _hinge_grad(K, C, w):
+    """Gradient of ``C sum_p max(0, 1 - (K w)_p)^2``: ``-2C K^T max(0, 1 - Kw)``."""
+    return -2.0 * C * (K.T @ np.maximum(0.0, 1.0 - K @ w))
+
+
+def _hinge_fun(K, C, w):
+    return C * float(np.sum(np.maximum(0.0, 1.0 - K @ w) ** 2))
+
+
+def _random_problem(seed, p, d):
+    rng = np.random.default_rng(seed)
+    K = rng.normal(size=(p, d))
+    z = rng.normal(scale=0.5, size=d)
+    C = float(rng.choice([0.05, 0.5, 2.0]))
+    lam = float(rng.choice([0.1, 0.7, 1.5]))
+    L = float(rng.choice([0.3, 3.0, 25.0]))
+    return K, z, C, lam, L
+
+
+def _strategy(build):
+    from hypothesis import strategies as st
+    return st.builds(build, st.integers(0, 2**31 - 1), st.integers(2, 9),
+                     st.integers(1, 6))
+
+
+# -- one proximal-gradient step ------------------------------------------------
+
+def prox_grad_step_reference(z, K, C, lam, L):
+    """``prox_{g/L}(z - grad f(z)/L)`` with ``g = lam ||.||_1`` (refimpl's L1)."""
+    g = _hinge_grad(K, C, z)
+    return L1(lam).prox(z - g / L, 1.0 / L)
+
+
+def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
+    r"""Check ``fn(z, K, C, lam, L)``: one proximal-gradient step.
+
+    ``fn`` must return ``prox_{g/L}(z - \nabla f(z)/L)`` for ``f(w) = C
+    sum_p max(0, 1 - (K w)_p)^2`` (``K`` the pair-difference matrix, one row
+    per pair) and ``g = lam ||w||_1``, i.e. soft-thresholding of the gradient
+    step ``z - \nabla f(z)/L`` at ``lam/L``.
+
+    Recognised mistakes: step ``L`` instead of ``1/L``; threshold ``lam``
+    (or ``lam L``) instead of ``lam/L``; the gradient's sign; a missing factor
+    2 in the gradient; no thresholding; thresholding that treats negative
+    entries wrongly.
+    """
+    def diagnose(case):
+        K, z, C, lam, L = case
+        ans = fn(z.copy(), K.copy(), C, lam, L)
+        ref = prox_grad_step_reference(z, K, C, lam, L)
+        if ans is None:
+            return "your function returned None; return the new point w"
+        if np.shape(ans) != ref.shape:
+            return (f"wrong shape: you return shape {np.shape(ans)}, the step "
+                    f"is a vector of shape {ref.shape}")
+        if _close(ans, ref):
+            return None
+        g = _hinge_grad(K, C, z)
+        msg = _first_match(ans, [
+            (_soft(z - L * g, lam / L), "you step by L times the gradient: the "
+             "step of the proximal-gradient method is 1/L, not L"),
+            (_soft(z - L * g, lam * L), "you step by L times the gradient and "
+             "threshold at lam*L: the step is 1/L, the threshold lam/L"),
+            (_soft(z - g / L, lam), "you threshold at lam instead of lam/L: "
+             "the prox of (1/L) lam ||.||_1 soft-thresholds at lam/L"),
+            (_soft(z - g / L, lam * L), "you threshold at lam*L instead of "
+             "lam/L"),
+            (_soft(z + g / L, lam / L), "wrong sign of the gradient: you step "
+             "along +grad f; the gradient of max(0, 1 - Kw)^2 is -2 K^T "
+             "max(0, 1 - Kw) (times C)"),
+            (_soft(z - g / (2 * L), lam / L), "missing factor 2 in the "
+             "gradient of the squared hinge: -2C K^T max(0, 1 - Kw)"),
+            (z - g / L, "you return the gradient step without the prox: "
+             "soft-threshold it at lam/L"),
+            (np.maximum(z - g / L - lam / L, 0.0), "your soft-thresholding "
+             "zeroes the negative entries: use sign(v) max(|v| - t, 0)"),
+            (np.sign(z - g / L) * np.maximum(z - g / L - lam / L, 0.0),
+             "your soft-thresholding uses v - t instead of |v| - t: negative "
+             "entries go wrong"),
+        ])
+        if msg:
+            return msg
+        j = int(np.argmax(np.abs(np.asarray(ans, float) - ref)))
+        return (f"differs from refimpl's step: coordinate {j} is "
+                f"{float(np.asarray(ans)[j]):.6g}, expected {ref[j]:.6g} "
+                f"(z = 0 is the case where every pair is active)")
+
+    rng = np.random.default_rng(4)
+    K0 = rng.normal(size=(6, 4))
+    adversarial = [
+        (K0, np.zeros(4), 0.5, 0.7, 3.0),                  # every pair active
+        (K0, rng.normal(size=4), 2.0, 0.1, 25.0),
+        (K0, np.array([-1.0, 0.5, -0.2, 2.0]), 0.05, 1.5, 0.3),  # L < 1
+    ]
+    return run_checker(diagnose, adversarial=adversarial,
+                       strategy=_strategy(_random_problem),
+                       max_examples=max_examples,
+                       what="your proximal-gradient step")
+
+
+# -- the momentum update -----------------------------------------------------------
+
+def fista_momentum_reference(w, w_prev, t):
+    r"""``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2``, ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``."""
+    t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+    return w + (t - 1.0) / t_next * (w - w_prev), t_next
+
+
+def check_fista_momentum(fn, max_examples=80) -> CheckResult:
+    r"""Check ``fn(w, w_prev, t) -> (z_next, t_next)``: FISTA's momentum step.
+
+    With ``w = w_k``, ``w_prev = w_{k-1}`` and ``t = t_k`` it must return
+    ``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2`` and the next search point
+    ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``.
+
+    Recognised mistakes: the coefficient ``(t_{k+1} - 1)/t_{k+1}`` or
+    ``(t_k - 1)/t_k`` (index off by one); ``t_{k+1}`` without the square
+    root, without squaring ``t_k``, or as ``t_k + 1/2``; the momentum added to
+    ``w_{k-1}`` instead of ``w_k``, or with the wrong sign.
+    """
+    def diagnose(case):
+        w, w_prev, t = case
+        out = fn(w.copy(), w_prev.copy(), t)
+        try:
+            z, t_next = out
+        except (TypeError, ValueError):
+            return "return a pair (z_next, t_next)"
+        z_ref, t_ref = fista_momentum_reference(w, w_prev, t)
+        if np.shape(z) != z_ref.shape:
+            return f"z_next has shape {np.shape(z)}, expected {z_ref.shape}"
+        t_next = float(t_next)
+        if not math.isclose(t_next, t_ref, rel_tol=1e-12):
+            msg = _first_match(t_next, [
+                (0.5 * (1 + 1 + 4 * t * t), "t_{k+1} lacks the square root: "
+                 "it is (1 + sqrt(1 + 4 t_k^2))/2"),
+                (0.5 * (1 + math.sqrt(1 + 4 * t)), "t_{k+1} uses t_k instead "
+                 "of t_k^2 under the square root"),
+                (0.5 * (1 + math.sqrt(1 + 2 * t * t)), "t_{k+1}: the factor "
+                 "under the square root is 4, not 2"),
+                (t + 0.5, "t_{k+1} = t_k + 1/2 is only how fast t grows; the "
+                 "update is (1 + sqrt(1 + 4 t_k^2))/2"),
+                (0.5 * (1 + math.sqrt(1 + 4 * t * t)) - 1, "t_{k+1} is "
+                 "(1 + sqrt(1 + 4 t_k^2))/2; you subtract 1"),
+            ])
+            return msg or (f"t_next = {t_next:.6g} for t_k = {t:.6g}; expected "
+                           f"(1 + sqrt(1 + 4 t_k^2))/2 = {t_ref:.6g}")
+        if _close(z, z_ref):
+            return None
+        d = w - w_prev
+        msg = _first_match(z, [
+            (w + (t_ref - 1) / t_ref * d, "off by one in the momentum "
+             "coefficient: it is (t_k - 1)/t_{k+1}, you use (t_{k+1} - 1)"
+             "/t_{k+1}"),
+            (w + (t - 1) / t * d, "off by one in the momentum coefficient: it "
+             "is (t_k - 1)/t_{k+1}, you use (t_k - 1)/t_k"),
+            (w + (t_ref - 1) / t * d, "the momentum "
+             "coefficient is (t_k - 1)/t_{k+1}: you swapped the indices"),
+            (w_prev + (t - 1) / t_ref * d, "momentum applied to the wrong "
+             "point: z_{k+1} extrapolates from the new iterate w_k, not from "
+             "w_{k-1}"),
+            (w - (t - 1) / t_ref * d, "wrong sign of the momentum: z_{k+1} = "
+             "w_k + beta (w_k - w_{k-1}), a step further along w_k - w_{k-1}"),
+            (w, "z_{k+1} = w_k: no momentum at all (that is ISTA)"),
+        ])
+        return msg or ("z_next differs from w_k + (t_k - 1)/t_{k+1} (w_k - "
+                       f"w_{{k-1}}) by {np.max(np.abs(np.asarray(z) - z_ref)):.3g}")
+
+    def build(seed, d, k):
+        rng = np.random.default_rng(seed)
+        t = 1.0
+        for _ in range(k + int(rng.integers(0, 30))):
+            t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        return rng.normal(size=d), rng.normal(size=d), t
+
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=3), rng.normal(size=3)
+    adversarial = [(a, b, 1.0), (a, b, 0.5 * (1 + math.sqrt(5))),
+                   (a, b, 7.25), (b, a, 40.0)]
+    from hypothesis import strategies as st
+    return run_checker(diagnose, adversarial=adversarial,
+                       strategy=st.builds(build, st.integers(0, 2**31 - 1),
+                                          st.integers(1, 6),
+                                          st.integers(0, 5)),
+                       max_examples=max_examples,
+                       what="your momentum update")
+
+
+# -- the backtracking line search ------------------------------------------------
+
+def _backtrack(f, grad, prox, z, L, eta, test="correct", grow="correct",
+               max_trials=200):
+    """Backtracking from ``L`` (reference, and the checker's wrong variants)."""
+    fz, g = f(z), grad(z)
+    for _ in range(max_trials):
+        w = prox(z - g / L, 1.0 / L)
+        d = w - z
+        q = fz + g @ d + 0.5 * L * (d @ d)
+        if test == "no_inner":
+            q = fz + 0.5 * L * (d @ d)
+        ok = f(w) >= q if test == "reversed" else f(w) <= q
+        if ok:
+            return w, L
+        L = {"correct": L * eta, "plus": L + eta, "double": 2.0 * L,
+             "square": L * eta * eta}[grow]
+    return w, L
+
+
+def backtracking_reference(f, grad, prox, z, L, eta):
+    r"""Multiply ``L`` by ``eta`` until ``f(w) <= f(z) + <grad f(z), w - z> + L/2 ||w - z||^2``.
+
+    ``w = prox(z - grad f(z)/L, 1/L)``; returns ``(w, L)`` at the first
+    ``L`` (of ``L, eta L, eta^2 L, ...``) that passes the test.
+    """
+    return _backtrack(f, grad, prox, z, L, eta)
+
+
+def check_backtracking(fn, max_examples=60) -> CheckResult:
+    r"""Check ``fn(f, grad, prox, z, L, eta) -> (w, L_accepted)``.
+
+    ``f(w)`` and ``grad(w)`` are the smooth part, ``prox(v, step)`` the
+    proximal map of the penalty (``prox_{step g}(v)``).  Starting from ``L``,
+    the line search must try ``w = prox(z - grad(z)/L, 1/L)``, accept it when
+
+    ``f(w) <= f(z) + <grad(z), w - z> + (L/2) ||w - z||^2``
+
+    and otherwise multiply ``L`` by ``eta`` and try again; return the accepted
+    ``w`` and ``L``.
+
+    Recognised mistakes: the test without the ``<grad(z), w - z>`` term; the
+    inequality reversed; ``L`` increased by ``eta`` (added), doubled whatever
+    ``eta``, or multiplied by ``eta^2``; the returned ``w`` not the one
+    accepted (from a different ``L``).
+    """
+    def diagnose(case):
+        K, z, C, lam, L, eta = case
+
+        def f(w):
+            return _hinge_fun(K, C, w)
+
+        def grad(w):
+            return _hinge_grad(K, C, w)
+
+        def prox(v, step):
+            return L1(lam).prox(v, step)
+
+        out = fn(f, grad, prox, z.copy(), L, eta)
+        try:
+            w, L_acc = out
+            L_acc = float(L_acc)
+        except (TypeError, ValueError):
+            return "return a pair (w, L) : the accepted point and its L"
+        w_ref, L_ref = backtracking_reference(f, grad, prox, z, L, eta)
+        if math.isclose(L_acc, L_ref, rel_tol=1e-12) and _close(w, w_ref):
+            return None
+        if math.isclose(L_acc, L_ref, rel_tol=1e-12):
+            if _close(w, prox(z - grad(z) / (L_acc / eta), eta / L_acc)):
+                return ("you return the w of the previous (rejected) L: "
+                        "return the prox point of the accepted L")
+            return ("the accepted L is right but w is not prox(z - grad(z)"
+                    "/L, 1/L) at that L")
+        for kw, msg in (
+                (dict(test="no_inner"), "your test misses the <grad f(z), "
+                 "w - z> term of the quadratic upper bound"),
+                (dict(test="reversed"), "wrong inequality direction: accept "
+                 "when f(w) <= the quadratic upper bound, not >="),
+                (dict(grow="plus"), "L is not increased by the factor: "
+                 "multiply L by eta (you add eta)"),
+                (dict(grow="double"), "L is not increased by the factor eta: "
+                 "you double it whatever eta is"),
+                (dict(grow="square"), "L is not increased by the factor eta: "
+                 "you multiply by eta^2")):
+            w_bad, L_bad = _backtrack(f, grad, prox, z, L, eta, **kw)
+            if math.isclose(L_acc, L_bad, rel_tol=1e-12):
+                return msg
+        if math.isclose(L_acc, L, rel_tol=1e-12):
+            return (f"you accept the first L = {L:.4g}, where the test fails; "
+                    f"the line search should stop at L = {L_ref:.4g}")
+        return (f"you accept L = {L_acc:.6g}; the first of L eta^j that "
+                f"passes the test is {L_ref:.6g}")
+
+    def build(seed, p, d):
+        K, z, C, lam, _ = _random_problem(seed, p, d)
+        L_f = 2 * C * float(np.linalg.eigvalsh(K.T @ K)[-1])
+        eta = float(np.random.default_rng(seed).choice([1.5, 3.0, 5.0]))
+        return K, z, C, lam, max(L_f, 1e-3) / 200.0, eta
+
+    rng = np.random.default_rng(11)
+    K0 = rng.normal(size=(8, 5))
+    L_f = 2 * 0.5 * float(np.linalg.eigvalsh(K0.T @ K0)[-1])
+    adversarial = [(K0, np.zeros(5), 0.5, 0.3, L_f / 300, 3.0),
+                   (K0, rng.normal(size=5), 0.5, 0.05, L_f / 40, 1.5),
+                   (K0, rng.normal(size=5), 0.5, 1.0, L_f / 1000, 2.0)]
+    return run_checker(diagnose, adversarial=adversarial,
+                       strategy=_strategy(build), max_examples=max_examples,
+                       what="your backtracking line search")
