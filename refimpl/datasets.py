@@ -59,17 +59,21 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _jsonfile as js
 from .data import _find, _fold_layouts
 from .exceptions import DataError, DatasetNotFoundError
 
@@ -78,6 +82,8 @@ __all__ = [
     "ChecksumError",
     "DownloadError",
     "LetorSource",
+    "UnpackLimitError",
+    "UnsafeArchiveError",
     "data_home",
     "fetch_letor",
     "prepare_letor",
@@ -145,6 +151,10 @@ class LetorSource:
         directory of the one kept (e.g. ``"QueryLevelNorm"``).
     size_note : str
         What the data set costs on disk, with the source of each figure.
+    unpack_limit : int or None
+        The most bytes its archive may unpack to: its unpacked size (known
+        or estimated, see ``size_note``) with a margin; None for
+        :data:`DEFAULT_UNPACK_LIMIT`.
     license : str
         The terms of use.
     citation : str
@@ -164,6 +174,7 @@ class LetorSource:
     n_folds: int = 5
     subdir: str | None = None
     size_note: str = ""
+    unpack_limit: int | None = None
     license: str = ""
     citation: str = ""
 
@@ -231,6 +242,9 @@ REGISTRY: dict[str, LetorSource] = {
             "checked against the CRC-32 in the RAR headers"
         ),
         size_note="archive ~65 MB (LETOR 4.0 download page)",
+        # estimated: 69,623 documents at MQ2008's 615 bytes each, six copies
+        # (S1-S5 and five folds) ~ 260 MB
+        unpack_limit=2**30,
         license=_LETOR4_LICENSE,
         citation=_LETOR4_CITATION,
     ),
@@ -265,6 +279,7 @@ REGISTRY: dict[str, LetorSource] = {
             "archive ~15 MB (LETOR 4.0 download page); extracted ~56 MB "
             "(the partitions S1-S5 hold 9,346,412 bytes, each fold repeats them)"
         ),
+        unpack_limit=256 * 2**20,  # 56 MB unpacked (size_note)
         license=_LETOR4_LICENSE,
         citation=_LETOR4_CITATION,
     ),
@@ -289,6 +304,9 @@ REGISTRY: dict[str, LetorSource] = {
             "no hash is published; zip members are checked against their CRC-32"
         ),
         size_note="sizes not published",
+        # estimated: 16,140 documents at ~700 bytes, five folds, three
+        # versions ~ 170 MB
+        unpack_limit=2**30,
         license=(
             "LETOR 3.0 is distributed by Microsoft Research for research use; "
             "see the download page."
@@ -352,6 +370,8 @@ REGISTRY: dict[str, LetorSource] = {
             "archive 1,234,144,912 bytes (TensorFlow Datasets checksums); the "
             "extracted size is recorded in the manifest on first fetch"
         ),
+        # estimated: 1,200,192 documents at ~1.2 KB, five copies ~ 7 GB
+        unpack_limit=16 * 2**30,
         license=_MSLR_LICENSE,
         citation=_LETOR4_CITATION,
     ),
@@ -408,6 +428,8 @@ REGISTRY: dict[str, LetorSource] = {
             "archive 3,849,406,307 bytes (TensorFlow Datasets checksums); the "
             "extracted size is recorded in the manifest on first fetch"
         ),
+        # estimated: 3,771,125 documents at ~1.2 KB, five copies ~ 23 GB
+        unpack_limit=48 * 2**30,
         license=_MSLR_LICENSE,
         citation=_LETOR4_CITATION,
     ),
@@ -440,6 +462,8 @@ REGISTRY: dict[str, LetorSource] = {
         layout="single",
         n_folds=1,
         size_note="archive 472,129,615 bytes (TensorFlow Datasets checksums)",
+        # estimated: 3,408,630 documents at ~2 KB (220 features) ~ 7 GB
+        unpack_limit=24 * 2**30,
         license=(
             "Istella LETOR licence agreement, non-commercial use only; the "
             "archive is given out by the download page once it is accepted."
@@ -521,9 +545,42 @@ def _unmanaged_complete(base: Path, source: LetorSource) -> bool:
     return True
 
 
+# What a manifest must hold to be trusted: relative names without "..",
+# sizes that fit a file system.
+_REL_NAME = r"(?!/)(?!(?:.*/)?\.\.(?:/|$))[^\x00\\]+"
+_MANIFEST_SCHEMA = js.record(
+    required={
+        "name": js.string(),
+        "files": js.mapping(
+            js.record({"size": js.integer(0, 2**63 - 1),
+                       "sha256": js.string(r"[0-9a-f]{64}")}),
+            key_pattern=_REL_NAME,
+        ),
+    },
+    optional={
+        "archive": js.string(),
+        "url": js.nullable(js.string()),
+        "archive_sha256": js.nullable(js.string(r"[0-9a-f]{64}")),
+        "archive_bytes": js.integer(0, 2**63 - 1),
+        "checked": js.list_of(js.string()),
+        "extracted_bytes": js.integer(0),
+        "created": js.string(),
+    },
+)
+
+
 def _check_manifest(base: Path) -> None:
     """Compare the files of a fetched data set with its manifest's sizes."""
-    record = json.loads((base / MANIFEST).read_text())
+    path = base / MANIFEST
+    try:
+        record = js.read_json(path, _MANIFEST_SCHEMA)
+    except (js.MalformedFileError, FileNotFoundError) as exc:
+        # the manifest is the only record of what was checked: nothing can
+        # rebuild it short of unpacking the archive again
+        raise DataError(
+            f"the manifest of the fetched data set is damaged: {exc}; delete "
+            f"{base} and fetch it again (or prepare_letor it again)"
+        ) from None
     for rel, info in record["files"].items():
         path = base / rel
         if not path.is_file():
@@ -620,12 +677,23 @@ def _check_archive(source: LetorSource, archive: Path, origin: str) -> str:
 # Unpacking
 # --------------------------------------------------------------------------
 
+#: Environment variable: the most bytes an archive may unpack to (overrides
+#: the data set's own bound; ``unpack_limit=`` overrides both).
+UNPACK_LIMIT_VAR = "REFIMPL_UNPACK_LIMIT"
+#: Bound on the unpacked bytes of a data set whose row sets none.
+DEFAULT_UNPACK_LIMIT = 64 * 2**30
+# Far more members than any data set has (MSLR: 15 files); a bound so that
+# an archive of millions of empty files is refused too.
+_MAX_MEMBERS = 100_000
+
+# The tools decompress to their standard output, one member after the
+# other in archive order; this module splits the stream by the sizes in the
+# RAR headers and writes every file itself.  So no tool ever creates a path,
+# a link or a device, whatever the archive says.
 _RAR_TOOLS = (
-    ("bsdtar", lambda tool, archive, dest: [tool, "-x", "-f", archive, "-C", dest]),
-    ("unrar", lambda tool, archive, dest: [tool, "x", "-idq", "-o+", archive,
-                                           dest + os.sep]),
-    ("7z", lambda tool, archive, dest: [tool, "x", "-y", "-bd", f"-o{dest}",
-                                        archive]),
+    ("bsdtar", lambda tool, archive: [tool, "-x", "-O", "-f", archive]),
+    ("unrar", lambda tool, archive: [tool, "p", "-inul", archive]),
+    ("7z", lambda tool, archive: [tool, "x", "-so", "-y", archive]),
 )
 
 _NO_RAR_TOOL = (
@@ -635,6 +703,23 @@ _NO_RAR_TOOL = (
     "bsdtar`, conda `conda install -c conda-forge libarchive`; macOS ships "
     "it.  Binder installs it from the repository's apt.txt."
 )
+
+
+class UnsafeArchiveError(DataError):
+    """An archive member is not a plain file or directory inside the target.
+
+    Raised for links (symbolic or hard), devices, FIFOs, absolute names,
+    ``..`` components, duplicate names and names that differ only in case;
+    the message names the archive and the member.  Nothing is unpacked.
+    """
+
+
+class UnpackLimitError(DataError):
+    """An archive expands to more bytes than its bound allows.
+
+    The message names the bound and how to raise it (``unpack_limit=`` or
+    the environment variable ``REFIMPL_UNPACK_LIMIT``).  Nothing is kept.
+    """
 
 
 def _rar_tool(archive_name: str) -> tuple:
@@ -663,68 +748,323 @@ def _archive_kind(archive_name: str) -> str:
     raise DataError(f"{archive_name}: unknown archive type (zip, rar, tar.gz)")
 
 
-def _extract_rar(archive: Path, dest: Path, origin: str) -> None:
+def _parse_size(text: str) -> int:
+    """Bytes from ``"1000000"``, ``"500M"``, ``"20G"``, ``"1T"`` (powers of 1024)."""
+    text = text.strip()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:].upper(), 1)
+    number = text[:-1] if scale > 1 else text
+    value = float(number) * scale
+    if not (value > 0 and value < 2**63):
+        raise ValueError(text)
+    return int(value)
+
+
+def _unpack_limit(source: LetorSource, explicit) -> tuple:
+    """``(bytes, where the bound comes from)`` for unpacking ``source``."""
+    if explicit is not None:
+        if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit < 1:
+            raise DataError(f"unpack_limit must be a positive integer, got {explicit!r}")
+        return explicit, "unpack_limit="
+    env = os.environ.get(UNPACK_LIMIT_VAR) or None
+    if env is not None:
+        try:
+            return _parse_size(env), f"{UNPACK_LIMIT_VAR}={env}"
+        except ValueError:
+            raise DataError(
+                f"{UNPACK_LIMIT_VAR}={env!r} is not a size (bytes, or a number "
+                "followed by K, M, G or T)"
+            ) from None
+    if source.unpack_limit is not None:
+        return source.unpack_limit, f"the bound of {source.name} in REGISTRY"
+    return DEFAULT_UNPACK_LIMIT, "the default bound DEFAULT_UNPACK_LIMIT"
+
+
+@dataclass
+class _Member:
+    """One archive member, as the single unpacking loop sees it."""
+
+    name: str            # as written in the archive
+    kind: str            # "file", "dir", or what else it is ("a symbolic link")
+    size: int            # declared size of a file
+    crc: int | None      # declared CRC-32, where the format has one
+    open: object = None  # () -> a binary file object of the content
+
+
+def _refuse(origin: str, name, why: str):
+    return UnsafeArchiveError(
+        f"{origin}: member {name!r} {why}; only regular files and directories "
+        "under relative names are unpacked, so nothing was kept"
+    )
+
+
+def _zip_members(archive: Path, origin: str):
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            # the Unix file type sits in the high 16 bits when a Unix zip
+            # wrote the member; zipfile would write a link's target as a file
+            ftype = stat.S_IFMT(info.external_attr >> 16)
+            if ftype not in (0, stat.S_IFREG, stat.S_IFDIR):
+                kind = _type_name(ftype)
+            elif info.is_dir() or ftype == stat.S_IFDIR:
+                kind = "dir" if info.is_dir() else "a directory with content"
+            elif info.flag_bits & 0x1:
+                kind = "an encrypted file"
+            else:
+                kind = "file"
+            yield _Member(info.filename, kind, info.file_size, info.CRC,
+                          lambda info=info: zf.open(info))
+
+
+def _tar_members(archive: Path, origin: str):
+    # stream mode: members are checked and written as the archive is read,
+    # so a bomb stops at the bound instead of being decompressed first
+    with tarfile.open(archive, "r|*") as tf:
+        for ti in tf:
+            if ti.isreg():
+                kind = "file"
+            elif ti.isdir():
+                kind = "dir"
+            elif ti.issym():
+                kind = f"a symbolic link (to {ti.linkname!r})"
+            elif ti.islnk():
+                kind = f"a hard link (to {ti.linkname!r})"
+            else:
+                kind = "a device or FIFO"
+            yield _Member(ti.name, kind, ti.size, None,
+                          lambda ti=ti: tf.extractfile(ti))
+
+
+def _type_name(ftype: int) -> str:
+    return {
+        stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO",
+        stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+        stat.S_IFSOCK: "a socket",
+    }.get(ftype, f"of unknown type {ftype:o}")
+
+
+def _rar_kind(m) -> str:
+    import rarfile
+
+    if m.needs_password():
+        return "an encrypted file"
+    if m.file_redir is not None:
+        what = {rarfile.RAR5_XREDIR_HARD_LINK: "a hard link",
+                rarfile.RAR5_XREDIR_FILE_COPY: "a reference to another member",
+                }.get(m.file_redir[0], "a symbolic link or junction")
+        return f"{what} (to {m.file_redir[2]!r})"
+    if m.is_symlink():
+        return "a symbolic link"
+    ftype = stat.S_IFMT(m.mode or 0) if m.host_os == rarfile.RAR_OS_UNIX else 0
+    if m.is_dir():
+        return "dir" if ftype in (0, stat.S_IFDIR) else _type_name(ftype)
+    if ftype not in (0, stat.S_IFREG):
+        return _type_name(ftype)
+    return "file"
+
+
+def _rar_members(archive: Path, origin: str):
     import rarfile
 
     try:
-        rf = rarfile.RarFile(archive)
-        members = [m for m in rf.infolist() if m.is_file()]
-    except rarfile.Error as exc:
+        infos = rarfile.RarFile(archive).infolist()
+    except (rarfile.Error, OSError, EOFError) as exc:
         raise DataError(f"{origin}: not a readable RAR archive ({exc})") from exc
-    if any(m.needs_password() for m in members):
-        raise DataError(f"{origin}: the RAR archive is encrypted")
-    tool, command = _rar_tool(archive.name)
-    done = subprocess.run(
-        command(tool, str(archive), str(dest)),
-        check=False, capture_output=True, text=True,
-    )
-    if done.returncode != 0:
-        raise DataError(
-            f"{origin}: {Path(tool).name} failed (exit {done.returncode}): "
-            f"{(done.stderr or done.stdout).strip()[:500]}"
-        )
-    # The RAR headers carry each member's size and CRC-32; check them here
-    # because not every tool does (libarchive skips it for stored members).
+    members = [_Member(m.filename, _rar_kind(m), m.file_size, m.CRC) for m in infos]
+    # Types and names are refused before any tool runs.
     for m in members:
-        path = dest / m.filename
-        if not path.is_file():
-            raise DataError(f"{origin}: member {m.filename} was not extracted")
-        size = path.stat().st_size
-        if size != m.file_size:
-            raise ChecksumError(
-                f"{origin}: member {m.filename} extracted to {size} bytes, "
-                f"expected {m.file_size} (RAR header); nothing was kept"
-            )
-        if m.CRC is not None:
-            crc = _crc32(path)
-            if crc != m.CRC:
-                raise ChecksumError(
-                    f"{origin}: CRC-32 of member {m.filename} is {crc:08x}, "
-                    f"expected {m.CRC:08x} (RAR header); nothing was kept"
-                )
+        if m.kind not in ("file", "dir"):
+            yield m
+        _member_parts(m.name, origin)
+    tool, command = _rar_tool(archive.name)
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command(tool, str(archive)), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=err)
+        try:
+            for m in members:
+                m.open = lambda m=m: _Exact(proc.stdout, m.size)
+                yield m
+            extra = proc.stdout.read(1)
+            code = proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        err.seek(0)
+        message = err.read(500).decode(errors="replace").strip()
+    if code != 0:
+        raise DataError(
+            f"{origin}: {Path(tool).name} failed (exit {code}): {message}"
+        )
+    if extra:
+        raise DataError(
+            f"{origin}: {Path(tool).name} wrote more than the members' sizes in "
+            "the RAR headers; the archive is damaged"
+        )
 
 
-def _extract(archive: Path, dest: Path, kind: str, origin: str) -> None:
-    """Unpack ``archive`` into the empty directory ``dest``."""
+class _Exact:
+    """The next ``size`` bytes of a pipe, as a file object."""
+
+    def __init__(self, pipe, size):
+        self.pipe, self.left = pipe, size
+
+    def read(self, n):
+        chunk = self.pipe.read(min(n, self.left)) if self.left else b""
+        self.left -= len(chunk)
+        return chunk
+
+    def close(self):
+        pass
+
+
+def _member_parts(name: str, origin: str) -> list:
+    """The path components of a member name, or an UnsafeArchiveError."""
+    text = name.replace("\\", "/")
+    if "\x00" in text:
+        raise _refuse(origin, name, "has a NUL character in its name")
+    if text.startswith("/") or re.match(r"[A-Za-z]:", text):
+        raise _refuse(origin, name, "has an absolute name")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise _refuse(origin, name, "has a '..' component")
+    return parts
+
+
+def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> None:
+    """Unpack ``archive`` into the empty directory ``dest``: the one path for all
+    formats.
+
+    Only regular files and directories under normalised relative names are
+    written, each file by this function (``O_EXCL | O_NOFOLLOW``, mode 0644)
+    while counting its bytes against ``limit`` and its CRC-32 against the
+    header; every other member is refused (:class:`UnsafeArchiveError`).
+    """
+    bound, where = limit
+    members = {"zip": _zip_members, "tar": _tar_members, "rar": _rar_members}[kind]
+    seen = {}  # folded path -> [spelling, is_dir, declared]
+    total = count = 0
     try:
-        if kind == "zip":
-            # zipfile checks every member's CRC-32 while reading it, and
-            # extractall drops absolute paths and "..".
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(dest)
-        elif kind == "tar":
-            with tarfile.open(archive, "r:*") as tf:
-                if hasattr(tarfile, "data_filter"):
-                    tf.extractall(dest, filter="data")
-                else:  # pragma: no cover - Python < 3.11.4
-                    tf.extractall(dest)
-        else:
-            _extract_rar(archive, dest, origin)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+        for m in members(archive, origin):
+            count += 1
+            if count > _MAX_MEMBERS:
+                raise UnpackLimitError(
+                    f"{origin}: more than {_MAX_MEMBERS} members; no data set "
+                    "has that many, so nothing was kept"
+                )
+            if m.kind not in ("file", "dir"):
+                raise _refuse(origin, m.name, f"is {m.kind}")
+            parts = _member_parts(m.name, origin)
+            if not parts:
+                if m.kind == "dir":
+                    continue  # "./", the archive's own root
+                raise _refuse(origin, m.name, "has an empty name")
+            _claim(seen, parts, m, origin)
+            path = dest.joinpath(*parts)
+            if m.kind == "dir":
+                path.mkdir(parents=True, exist_ok=True)
+                continue
+            if total + m.size > bound:
+                raise _over(origin, m.name, total + m.size, bound, where)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            total = _write_member(m, path, origin, total, bound, where)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error,
+            RuntimeError, NotImplementedError) as exc:
         raise DataError(
             f"{origin}: cannot unpack the {kind} archive ({exc}); if it was "
             "downloaded, the link may now serve something else"
         ) from exc
+    except OSError as exc:  # gzip.BadGzipFile is one; so is a full disk
+        raise DataError(
+            f"{origin}: cannot unpack the {kind} archive ({exc})"
+        ) from exc
+
+
+def _fold(parts) -> str:
+    return unicodedata.normalize("NFC", "/".join(parts)).casefold()
+
+
+def _claim(seen: dict, parts: list, m: _Member, origin: str) -> None:
+    """Record a member's path; refuse duplicates and case-folding collisions."""
+    for i in range(1, len(parts) + 1):
+        spelling = "/".join(parts[:i])
+        last = i == len(parts)
+        is_dir = not last or m.kind == "dir"
+        old = seen.get(_fold(parts[:i]))
+        if old is None:
+            seen[_fold(parts[:i])] = [spelling, is_dir, last]
+            continue
+        if old[0] != spelling:
+            raise _refuse(origin, m.name, f"collides with {old[0]!r} when case "
+                          "is ignored (the two would be one file on macOS "
+                          "and Windows)")
+        if old[1] != is_dir:
+            raise _refuse(origin, m.name, f"uses {spelling!r} both as a file "
+                          "and as a directory")
+        if last and (not is_dir or old[2]):
+            raise _refuse(origin, m.name, "appears twice in the archive (the "
+                          "second copy would silently replace the first)")
+        if last:
+            old[2] = True
+
+
+def _over(origin, name, size, bound, where) -> UnpackLimitError:
+    return UnpackLimitError(
+        f"{origin}: unpacking member {name!r} would bring the unpacked size to "
+        f"{size} bytes or more, above the bound of {bound} bytes ({where}); "
+        "nothing was kept.  If the archive is genuine, raise the bound: "
+        f"fetch_letor(..., unpack_limit=<bytes>) or prepare_letor(..., "
+        f"unpack_limit=<bytes>), or the environment variable "
+        f"{UNPACK_LIMIT_VAR} (e.g. {UNPACK_LIMIT_VAR}=100G)"
+    )
+
+
+def _write_member(m: _Member, path: Path, origin, total, bound, where) -> int:
+    """Copy one file member to ``path``; returns the new running total."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                 | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    crc = size = 0
+    with os.fdopen(fd, "wb") as out:
+        src = m.open()
+        try:
+            while chunk := src.read(_CHUNK):
+                size += len(chunk)
+                if total + size > bound:
+                    raise _over(origin, m.name, total + size, bound, where)
+                crc = zlib.crc32(chunk, crc)
+                out.write(chunk)
+        finally:
+            src.close()
+    # the copy just written is what is checked, never a path built from the name
+    if size != m.size:
+        raise ChecksumError(
+            f"{origin}: member {m.name} unpacked to {size} bytes, expected "
+            f"{m.size} (archive header); nothing was kept"
+        )
+    if m.crc is not None and crc != m.crc:
+        raise ChecksumError(
+            f"{origin}: CRC-32 of member {m.name} is {crc:08x}, expected "
+            f"{m.crc:08x} (archive header); nothing was kept"
+        )
+    return total + size
+
+
+def _check_tree(root: Path, origin: str) -> None:
+    """Every entry under ``root`` is a regular file or directory inside it."""
+    real = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            inside = os.path.realpath(p).startswith(real + os.sep)
+            plain = stat.S_ISDIR(st.st_mode) or (
+                stat.S_ISREG(st.st_mode) and st.st_nlink == 1)
+            if not (plain and inside):
+                raise UnsafeArchiveError(
+                    f"{origin}: the unpacked {os.path.relpath(p, root)} is not a "
+                    "regular file or directory inside the data set; nothing was "
+                    "kept"
+                )
 
 
 def _locate_root(extracted: Path, source: LetorSource, origin: str) -> Path:
@@ -802,27 +1142,88 @@ def _verify_and_record(final: Path, source: LetorSource, archive_info: dict) -> 
     (final / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
 
 
+_PART = ".{name}.part-"
+
+
+def _lock(directory: Path):
+    """An open descriptor of ``directory`` holding an exclusive lock on it, or
+    None where the platform has no ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_stale(home: Path, name: str) -> list:
+    """Remove the partial work directories of dead fetches of ``name``.
+
+    A live fetch holds a lock on its directory from before the directory gets
+    its ``.NAME.part-`` name (it is locked under a ``.init-`` name, then
+    renamed); the kernel drops the lock when the process dies, however it
+    dies (SIGKILL included).  So a ``.part-`` directory whose lock can be
+    taken belongs to no live process.
+    """
+    removed = []
+    for p in home.glob(_PART.format(name=name) + "*"):
+        try:
+            fd = _lock(p)
+        except OSError:
+            continue  # locked: a live fetch (or not a directory)
+        try:
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
 @contextlib.contextmanager
 def _workdir(home: Path, name: str):
-    """A private directory inside ``home``, removed whatever happens."""
+    """A private, locked directory inside ``home``, removed whatever happens.
+
+    Partial directories left by killed fetches are removed first (see
+    :func:`_remove_stale`).
+    """
     home.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}.part-", dir=home))
+    _remove_stale(home, name)
+    init = Path(tempfile.mkdtemp(prefix=f".{name}.init-", dir=home))
+    try:
+        fd = _lock(init)
+        work = init.with_name(
+            _PART.format(name=name) + f"{os.getpid()}-{init.name.rsplit('-', 1)[1]}"
+        )
+        os.rename(init, work)
+    except BaseException:
+        shutil.rmtree(init, ignore_errors=True)
+        raise
     try:
         yield work
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if fd is not None:
+            os.close(fd)
 
 
 def _install(source: LetorSource, archive: Path, kind: str, home: Path,
-             work: Path, archive_info: dict, origin: str) -> Path:
+             work: Path, archive_info: dict, origin: str, limit: tuple) -> Path:
     """Unpack, check and move ``archive`` into ``home/<name>``, atomically."""
     extracted = work / "extracted"
     extracted.mkdir()
-    _extract(archive, extracted, kind, origin)
+    _unpack(archive, extracted, kind, origin, limit)
+    _check_tree(extracted, origin)
     root = _locate_root(extracted, source, origin)
     final = work / "final"
     _arrange(root, final, source)
     _verify_and_record(final, source, archive_info)
+    _check_tree(final, origin)
     target = home / source.name
     try:
         os.replace(final, target)
@@ -881,7 +1282,8 @@ def _download(source: LetorSource, dest_dir: Path, progress: bool) -> tuple:
     )
 
 
-def fetch_letor(name, *, data_home=None, download=True, progress=True) -> Path:
+def fetch_letor(name, *, data_home=None, download=True, progress=True,
+                unpack_limit=None) -> Path:
     """Download, check and unpack a LETOR data set; return its directory.
 
     A data set already present is returned at once, without any request: a
@@ -907,6 +1309,11 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True) -> Path:
         If False, only look for a copy already present.
     progress : bool, default=True
         Show a progress bar while downloading.
+    unpack_limit : int, optional
+        The most bytes the archive may unpack to; default the environment
+        variable ``REFIMPL_UNPACK_LIMIT`` (bytes, or e.g. ``100G``), else
+        the data set's ``unpack_limit`` in :data:`REGISTRY`, else
+        :data:`DEFAULT_UNPACK_LIMIT`.
 
     Returns
     -------
@@ -928,6 +1335,11 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True) -> Path:
     ChecksumError
         A size or hash differs from the published one; the message names the
         file, the expected and the actual value.
+    UnsafeArchiveError
+        The archive holds a link, a device, an absolute or ``..`` name, a
+        duplicate name or two names that differ only in case.
+    UnpackLimitError
+        The archive expands beyond ``unpack_limit``.
 
     Examples
     --------
@@ -953,6 +1365,7 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True) -> Path:
             f"({source.size_note}).  Or: {_by_hand(source)}."
         )
     kind = _archive_kind(source.archive)
+    limit = _unpack_limit(source, unpack_limit)
     if kind == "rar":
         _rar_tool(source.archive)  # fail before a long download, not after
     with _workdir(home, source.name) as work:
@@ -960,10 +1373,10 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True) -> Path:
         sha256 = _check_archive(source, archive, url)
         info = {"archive": source.archive, "url": url, "archive_sha256": sha256,
                 "archive_bytes": archive.stat().st_size}
-        return _install(source, archive, kind, home, work, info, url)
+        return _install(source, archive, kind, home, work, info, url, limit)
 
 
-def prepare_letor(name, archive_path, *, data_home=None) -> Path:
+def prepare_letor(name, archive_path, *, data_home=None, unpack_limit=None) -> Path:
     """Check and unpack an archive downloaded by hand; return its directory.
 
     For sources behind a licence form (Istella) or a link that died.  The
@@ -982,6 +1395,8 @@ def prepare_letor(name, archive_path, *, data_home=None) -> Path:
         ``MSLR-WEB10K.zip``, ``istella-s-letor.tar.gz``).
     data_home : str or path-like, optional
         As for :func:`fetch_letor`.
+    unpack_limit : int, optional
+        As for :func:`fetch_letor`.
 
     Returns
     -------
@@ -997,6 +1412,8 @@ def prepare_letor(name, archive_path, *, data_home=None) -> Path:
         ``archive_path`` does not exist.
     ChecksumError
         A size or hash differs from the published one.
+    UnsafeArchiveError, UnpackLimitError
+        As for :func:`fetch_letor`.
     """
     source = _source(name)
     archive = Path(os.fspath(archive_path)).expanduser()
@@ -1014,10 +1431,12 @@ def prepare_letor(name, archive_path, *, data_home=None) -> Path:
         kind = _archive_kind(archive.name)
     except DataError:
         kind = _archive_kind(source.archive)
+    limit = _unpack_limit(source, unpack_limit)
     if kind == "rar":
         _rar_tool(archive.name)
     with _workdir(home, source.name) as work:
         sha256 = _check_archive(source, archive, str(archive))
         info = {"archive": archive.name, "url": None, "archive_sha256": sha256,
                 "archive_bytes": archive.stat().st_size}
-        return _install(source, archive, kind, home, work, info, str(archive))
+        return _install(source, archive, kind, home, work, info, str(archive),
+                        limit)
