@@ -3,7 +3,10 @@
 #   make test   unit + property tests, a clean build of the book (every chapter
 #               executed, warnings are errors), the layout checks of the executed
 #               chapters (tests/test_book_layout.py: printed lines <= 79 characters,
-#               every figure numbered and captioned), then nbval on them
+#               every figure numbered and captioned), then nbval on them, then
+#               the browser check (tests/test_browser.py: every page in headless
+#               Chromium, offline: math typeset, images loaded, a quiet console,
+#               no sideways overflow; skipped, saying so, without chromium)
 #   make screenshots   (not part of make test) a full-page PNG of every chapter
 #               of the built HTML, by headless Chromium, into _build/screenshots/
 SHELL := /bin/bash
@@ -38,7 +41,7 @@ NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:python -p no:cacheprovider \
 	_build/jupyter_execute
 
-.PHONY: install book test unit nbval bench clean unit-blas book-blas screenshots
+.PHONY: install book test unit nbval browser bench clean unit-blas book-blas screenshots
 
 install: $(STAMP)
 
@@ -59,6 +62,18 @@ unit: install
 nbval: install
 	$(NBVAL)
 
+# The built book in headless Chromium (Debian's chromium; CHROMIUM=/path
+# overrides).  Without a browser it says so and passes: the check is a
+# reader's view, not a build requirement.
+browser: install
+	@if $(BIN)/python -c 'import sys; sys.path.insert(0, "tools"); \
+	    import browser; sys.exit(browser.find_chromium() is None)'; then \
+	  BOOK_HTML=_build/html $(BIN)/python -m pytest tests/test_browser.py \
+	    -p no:cacheprovider -rs; \
+	else \
+	  echo "browser check SKIPPED: no chromium found (apt-get install chromium)"; \
+	fi
+
 test: install
 	$(BIN)/python -m pytest tests
 	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
@@ -66,6 +81,7 @@ test: install
 	$(BIN)/python -m pytest tests/test_book_layout.py -p no:cacheprovider \
 		--executed _build/jupyter_execute
 	$(NBVAL)
+	$(MAKE) --no-print-directory browser
 
 # Machine independence (issue 12): the unit tests, or the whole book, under
 # OpenBLAS kernels other than this machine's.  "default" unsets
@@ -91,8 +107,8 @@ book-blas: install
 
 # Full-page screenshots of every chapter of the last build (_build/html), by
 # headless Chromium (Debian's chromium), 1280 px wide, into _build/screenshots/
-# (tools/screenshots.py measures each page's height in the browser).  Offline,
-# MathJax may be missing and math then shows as TeX.  Not part of `make test`.
+# (tools/screenshots.py waits for MathJax, which the book serves itself, and
+# measures each page's height in the browser).  Not part of `make test`.
 screenshots: install
 	test -f _build/html/index.html || $(JB)
 	$(BIN)/python tools/screenshots.py _build/html _build/screenshots

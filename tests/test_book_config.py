@@ -295,6 +295,32 @@ INTRO = """\
 
 FenchelRank is {cite:t}`lai2013fenchelrank`, FSMRank {cite:t}`lai2013fsmrank`;
 see also {cite:p}`candes2008enhancing`.
+
+Math: $\\|w\\|_1 \\le t$ and
+
+$$
+\\min_w f(w)
+$$ (eq-mini)
+
+```{exercise} A first exercise (proof)
+:label: mini-ex1
+
+Show {eq}`eq-mini`.
+```
+
+```{admonition} Hint
+:class: dropdown tip
+
+A hint.
+```
+
+```{solution} mini-ex1
+:class: dropdown
+
+The solution.
+```
+
+After the solution.
 """
 
 
@@ -407,6 +433,50 @@ def test_references_page_uses_the_texts_author_year_labels(built):
     cite = r'title="[^"]*?(Sparse learning-to-rank|FSMRank)[^"]*">(\d{4}[a-z]?)</a>'
     cited = re.findall(cite, intro)
     assert cited == [("Sparse learning-to-rank", "2013b"), ("FSMRank", "2013a")]
+
+
+def test_mathjax_is_served_by_the_book(built):
+    """MathJax 3 from the pinned package, copied into _static: no CDN."""
+    import offline_mathjax
+
+    config = _yaml("_config.yml")["sphinx"]
+    assert config["config"]["mathjax_path"] == offline_mathjax.MATHJAX_PATH
+    assert "offline_mathjax" in config["local_extensions"]
+    requirements = (ROOT / "requirements.txt").read_text()
+    assert f"{offline_mathjax.PACKAGE}==" in requirements
+    assert offline_mathjax.version().startswith("3.")
+    intro = _html(built, "intro")
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', intro)
+    assert "../_static/mathjax/tex-chtml.js" in scripts
+    static = built / "html" / "_static" / "mathjax"
+    assert (static / "tex-chtml.js").stat().st_size > 500_000
+    fonts = list((static / "output/chtml/fonts/woff-v2").glob("*.woff"))
+    assert len(fonts) > 20, "CommonHTML web fonts"
+    assert (static / "input/tex/extensions/physics.js").is_file(), "autoload"
+    for page in (built / "html").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        for src in re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"',
+                              text):
+            assert "://" not in src, f"{page.name} loads {src} at read time"
+
+
+def test_solutions_stay_where_placed_and_fold(built):
+    """No solution_follow_exercise: hint and solution are dropdowns, in order."""
+    assert "exercise_style" not in _yaml("_config.yml")["sphinx"]["config"]
+    intro = _html(built, "intro")
+    exercise = intro.index('class="exercise admonition"')
+    hint = intro.index('<div class="dropdown tip admonition">')
+    solution = intro.index('<div class="solution dropdown admonition"')
+    assert exercise < hint < solution < intro.index("After the solution.")
+
+
+def test_inline_scripts_once_and_a_default_colour_mode(built):
+    """book/_ext/html_fixes.py: no script declared twice, no empty mode."""
+    intro = _html(built, "intro")
+    inline = re.findall(r"<script>(.*?)</script>", intro, flags=re.DOTALL)
+    assert inline and len(inline) == len(set(inline))
+    assert sum("THEBE_JS_URL" in s for s in inline) <= 1
+    assert 'localStorage.getItem("mode") || "auto"' in intro
 
 
 def test_placeholder_url_leaves_the_buttons_out(tmp_path):
