@@ -1,0 +1,198 @@
+"""The Chapter 7 checkers accept correct answers and name planted mistakes."""
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from refimpl.exercises import (check_pair_counts, check_radius_update,
+                               check_steihaug_cg)
+
+tron_mod = importlib.import_module("refimpl.solvers.tron")
+
+
+# ---------------------------------------------------------------- counts
+
+
+def counts(z, y, qid, *, strict=True, swap=False, cross=False, ties=False,
+           sign=1.0, extra=0):
+    n = len(z)
+    lp, lm = np.zeros(n, int), np.zeros(n, int)
+    for i in range(n):
+        for j in range(n):
+            if i == j or (not cross and qid[i] != qid[j]):
+                continue
+            if not (y[j] >= y[i] if ties else y[j] > y[i]):
+                continue
+            r = 1.0 - sign * (z[j] - z[i])
+            if (r > 0) if strict else (r >= 0):
+                lp[i] += 1
+                lm[j] += 1
+    lp = lp + extra
+    return (lm, lp) if swap else (lp, lm)
+
+
+def test_reference_accepted():
+    assert check_pair_counts(counts).passed
+
+
+def test_refimpl_sv_statistics_accepted():
+    from refimpl._validation import group_queries
+    from refimpl.sv_stats import sv_statistics
+
+    def fn(z, y, qid):
+        g = group_queries(qid)
+        lp, lm, _, _ = sv_statistics(z, np.zeros(len(z)), y, g.order,
+                                     g.indptr, method="direct")
+        return lp, lm
+    assert check_pair_counts(fn).passed
+
+
+@pytest.mark.parametrize("kw, word", [
+    (dict(strict=False), "margin"),
+    (dict(swap=True), "swapped"),
+    (dict(cross=True), "across queries"),
+    (dict(ties=True), "equal labels"),
+    (dict(sign=-1.0), "sign"),
+    (dict(extra=1), "off by one"),
+])
+def test_pair_count_bugs(kw, word):
+    res = check_pair_counts(lambda z, y, q: counts(z, y, q, **kw))
+    assert not res.passed
+    assert word in res.message, res.message
+
+
+# ---------------------------------------------------------------- CG
+
+
+def cg(hv, g, delta, eps_cg, *, bug=None):
+    s, r = np.zeros_like(g), -g
+    if bug == "sign":
+        r = g.copy()
+    d, rr = r.copy(), r @ r
+    tol = eps_cg * np.sqrt(rr)
+    for _ in range(len(g)):
+        if np.sqrt(rr) <= tol:
+            break
+        Hd = hv(d)
+        alpha = rr / (d @ Hd)
+        nxt = s + alpha * d
+        if bug != "no_boundary" and nxt @ nxt > delta ** 2:
+            sd, dd, ss = s @ d, d @ d, s @ s
+            rad = np.sqrt(sd * sd + dd * (delta ** 2 - ss))
+            tau = (-sd - rad) / dd if bug == "neg_root" else (rad - sd) / dd
+            if bug == "clip":
+                s = delta * nxt / np.linalg.norm(nxt)
+                return (s, -g - hv(s), 0)
+            if bug == "tau_alpha":
+                tau = alpha * delta / np.linalg.norm(nxt)
+            s, r = s + tau * d, r - tau * Hd
+            return (s, -r if bug == "res_sign" else r, 0)
+        s, r = nxt, r - alpha * Hd
+        rr, old = r @ r, rr
+        d = r + (rr / old) * d
+    return (s, -r if bug == "res_sign" else r, 0)
+
+
+def test_cg_reference_accepted():
+    assert check_steihaug_cg(cg).passed
+
+
+def test_cg_refimpl_accepted():
+    class Q:
+        def __init__(self, hv):
+            self.hess_vec = hv
+
+    def fn(hv, g, delta, eps_cg):
+        s, r, *_ = tron_mod._steihaug_cg(Q(hv), g, delta, eps_cg, len(g))
+        return s, r
+    assert check_steihaug_cg(fn).passed
+
+
+@pytest.mark.parametrize("bug, word", [
+    ("no_boundary", "leaves the trust region"),
+    ("neg_root", "negative root"),
+    ("clip", "scaled"),
+    ("tau_alpha", "boundary"),
+    ("res_sign", "residual"),
+    ("sign", "sign"),
+])
+def test_cg_bugs(bug, word):
+    res = check_steihaug_cg(lambda *a: cg(*a, bug=bug))
+    assert not res.passed
+    assert word in res.message, res.message
+
+
+# ---------------------------------------------------------------- radius
+
+
+def radius(delta, snorm, gs, actred, prered, *, bug=None):
+    t = tron_mod
+    q = -actred + gs if bug == "q_sign" else -actred - gs
+    if q <= 0:
+        alpha = 1.0 if bug == "q0" else t.sigma3
+    elif bug == "no_half":
+        alpha = max(t.sigma1, -gs / q)
+    else:
+        alpha = max(t.sigma1, -0.5 * gs / q)
+    s2, s3 = (t.sigma3, t.sigma2) if bug == "swap" else (t.sigma2, t.sigma3)
+    lt = (lambda a, b: a <= b) if bug == "le" else (lambda a, b: a < b)
+    if lt(actred, t.eta0 * prered):
+        return min(max(alpha, t.sigma1) * snorm, s2 * delta)
+    if lt(actred, t.eta1 * prered):
+        return max(t.sigma1 * delta, min(alpha * snorm, s2 * delta))
+    if lt(actred, t.eta2 * prered):
+        return max(t.sigma1 * delta, min(alpha * snorm, s3 * delta))
+    return max(delta, min(alpha * snorm, s3 * delta))
+
+
+def test_radius_reference_accepted():
+    assert check_radius_update(radius).passed
+
+
+def test_radius_reference_replays_tron():
+    """The checker's rule reproduces tron()'s radii on a real run."""
+    from refimpl import data
+    from refimpl.losses import L2Regularized, PairwiseSquaredHinge
+
+    syn = data.make_synthetic_letor(n_queries=8, seed=3)
+    obj = L2Regularized(PairwiseSquaredHinge(syn.X, syn.y, syn.qid), 1.0)
+    calls = []
+    orig = obj.grad
+
+    def grad(w):
+        g = orig(w)
+        calls.append((w.copy(), g.copy()))
+        return g
+    obj.grad = grad
+    infos = []
+    res = tron_mod.tron(obj, tol=1e-8,
+                        callback=lambda w, info: infos.append((w, info)))
+    deltas = res.history["delta"]
+    n_checked = 0
+    for k, (w, info) in enumerate(infos):
+        if not info["accepted"] or k == 0:
+            continue
+        w_prev, g_prev = calls[k][0], calls[k][1]
+        if not infos[k - 1][1]["accepted"]:
+            continue
+        s = w - w_prev
+        got = radius(deltas[k], np.linalg.norm(s), g_prev @ s,
+                     info["actred"], info["prered"])
+        assert math.isclose(got, deltas[k + 1], rel_tol=1e-9)
+        n_checked += 1
+    assert n_checked >= 2
+
+
+@pytest.mark.parametrize("bug, word", [
+    ("swap", "swapped"),
+    ("le", "threshold"),
+    ("q_sign", "curvature q"),
+    ("no_half", "factor 1/2"),
+    ("q0", "curvature"),
+])
+def test_radius_bugs(bug, word):
+    res = check_radius_update(lambda *a: radius(*a, bug=bug))
+    assert not res.passed
+    assert word in res.message, res.message
