@@ -368,3 +368,188 @@ def test_output_checker_catches_violations(tmp_path):
     assert found == [("wide-output", "print(w)"),
                      ("figure-caption", "plt.show()"),
                      ("figure-caption", "glue('h', fig)")]
+
+
+# -- chapter anatomy (issue 25: a book a lecturer adopts unchanged) ----------
+#
+# Source checks of what every chapter must have (see the chapter rules in
+# the README/STYLE): an Overview with learning outcomes, a Summary, at least
+# five exercises, a proof exercise in each method chapter (03-07), checkers
+# that exist and are named and tested, and no engineering in the method
+# chapters (it lives in Part III, chapters 09-10).  Strict: a chapter that
+# is still being rewritten fails them, with a message naming what it lacks.
+
+ANATOMY_CHAPTERS = [p for p in CHAPTERS
+                    if p.name not in ("intro.md", "api.md", "references.md")]
+METHOD_PREFIXES = ("03", "04", "05", "06", "07")
+MIN_EXERCISES = 5
+_EXERCISE = re.compile(r"^[`:]{3,}\{exercise\}[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+_OUTCOMES = re.compile(r"after this chapter you can|you will be able to",
+                       re.IGNORECASE)
+_CHECKER_REF = re.compile(r"refimpl\.exercises\.(check_\w+)")
+_CHECKER_IMPORT = re.compile(
+    r"from[ \t]+refimpl\.exercises[ \t]+import[ \t]+"
+    r"(?:\(([\w\s,]+)\)|([\w \t,]+))")
+# engineering that belongs to Part III: (pattern, what)
+ENGINEERING = [
+    (re.compile(r"double-double", re.IGNORECASE), "double-double"),
+    (re.compile(r"SIMD"), "SIMD"),
+    (re.compile(r"prefetch", re.IGNORECASE), "prefetch"),
+    (re.compile(r"\{literalinclude\}\s+\S*refimpl/kernels/"),
+     "literalinclude of refimpl/kernels/"),
+]
+
+
+def _is_method(path: Path) -> bool:
+    return path.name.startswith(METHOD_PREFIXES)
+
+
+def overview_problems(text: str) -> list[str]:
+    """An Overview section whose learning outcomes form a list (3-5 items)."""
+    m = re.search(r"^##\s+Overview\s*$", text, re.MULTILINE)
+    if m is None:
+        return ["no '## Overview' section"]
+    end = re.search(r"^##\s", text[m.end():], re.MULTILINE)
+    section = text[m.end():m.end() + end.start()] if end else text[m.end():]
+    intro = _OUTCOMES.search(section)
+    if intro is None:
+        return ["the Overview has no learning outcomes introduced by "
+                "'After this chapter you can' (or 'you will be able to')"]
+    items, started = 0, False
+    for line in section[intro.end():].splitlines()[1:]:
+        if re.match(r"^\s*(?:[-*+]|\d+[.)])\s+\S", line):
+            items, started = items + 1, True
+        elif started and line.strip() and not line.startswith((" ", "\t")):
+            break
+    if items < 3:
+        return [f"the learning outcomes are {items} list item(s) after "
+                "'After this chapter you can'; 3-5 expected"]
+    return []
+
+
+def exercise_titles(text: str) -> list[str]:
+    return _EXERCISE.findall(text)
+
+
+def checkers_named(text: str) -> set[str]:
+    """Checker names a chapter cites (``refimpl.exercises.check_x`` or an
+    import from ``refimpl.exercises``)."""
+    names = set(_CHECKER_REF.findall(text))
+    for groups in _CHECKER_IMPORT.findall(text):
+        names |= {n for n in re.split(r"[\s,]+", "".join(groups))
+                  if n.startswith("check_")}
+    return names
+
+
+def engineering_found(text: str) -> list[str]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for pattern, what in ENGINEERING:
+            if pattern.search(line):
+                out.append(f"line {n}: {what}: {line.strip()[:70]!r}")
+    return out
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", ANATOMY_CHAPTERS, ids=lambda p: p.stem)
+def test_overview_has_learning_outcomes(path):
+    """'## Overview' with a list of outcomes: 'After this chapter you can'."""
+    bad = overview_problems(_text(path))
+    assert not bad, f"{path.name}: " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("path", ANATOMY_CHAPTERS, ids=lambda p: p.stem)
+def test_summary_section(path):
+    """Every chapter closes with a '## Summary' in prose."""
+    assert re.search(r"^## Summary\s*$", _text(path), re.MULTILINE), \
+        f"{path.name}: no '## Summary' section"
+
+
+@pytest.mark.parametrize("path", ANATOMY_CHAPTERS, ids=lambda p: p.stem)
+def test_at_least_five_exercises(path):
+    """At least five ``{exercise}`` directives (fence at column 0)."""
+    titles = exercise_titles(_text(path))
+    assert len(titles) >= MIN_EXERCISES, (
+        f"{path.name}: {len(titles)} exercise(s), at least {MIN_EXERCISES} "
+        f"expected (found: {titles})")
+
+
+@pytest.mark.parametrize("path", [p for p in ANATOMY_CHAPTERS
+                                  if _is_method(p)], ids=lambda p: p.stem)
+def test_method_chapter_has_a_proof_exercise(path):
+    """Method chapters (03-07): an exercise whose title ends '(proof)'."""
+    titles = exercise_titles(_text(path))
+    assert any(t.endswith("(proof)") for t in titles), (
+        f"{path.name}: no exercise title ends with '(proof)' "
+        f"(titles: {titles})")
+
+
+@pytest.mark.parametrize("path", [p for p in ANATOMY_CHAPTERS
+                                  if _is_method(p)], ids=lambda p: p.stem)
+def test_no_engineering_in_method_chapters(path):
+    """Double-double sums, SIMD, prefetching and kernel listings belong to
+    Part III (09_making_it_fast): a method chapter links there instead."""
+    found = engineering_found(_text(path))
+    assert not found, (f"{path.name} has Part III engineering (move it to "
+                       "09_making_it_fast and link with {ref}):\n  "
+                       + "\n  ".join(found))
+
+
+def _exercise_api():
+    import refimpl.exercises as ex
+    return ex, [n for n in ex.__all__ if n not in ("CheckResult", "run_checker")]
+
+
+def test_checkers_named_by_chapters_exist():
+    """Every ``refimpl.exercises.check_*`` a chapter names can be imported."""
+    ex, _ = _exercise_api()
+    missing = [f"{p.name}: {name}" for p in CHAPTERS
+               for name in sorted(checkers_named(_text(p)))
+               if not hasattr(ex, name)]
+    assert not missing, ("chapters name checkers that refimpl.exercises "
+                         "lacks:\n  " + "\n  ".join(missing))
+
+
+def test_every_checker_is_posed_and_tested():
+    """Each checker in ``refimpl.exercises.__all__`` is named by a chapter
+    and exercised by tests/test_exercises_*.py."""
+    _, names = _exercise_api()
+    chapters = "\n".join(_text(p) for p in CHAPTERS)
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in
+                      (BOOK.parent / "tests").glob("test_exercises_*.py"))
+    unnamed = [n for n in names if not re.search(rf"\b{n}\b", chapters)]
+    untested = [n for n in names if not re.search(rf"\b{n}\b", tests)]
+    assert not unnamed, f"checkers no chapter names: {unnamed}"
+    assert not untested, f"checkers no tests/test_exercises_*.py mentions: " \
+                         f"{untested}"
+
+
+def test_anatomy_checks_catch_violations():
+    """The anatomy rules fire on a chapter that breaks each of them."""
+    bad = ("# T\n\n## Overview\n\nAfter this chapter you can\n\n- one\n"
+           "- two\n\nText.\n\n## More\n\n```{exercise} Bound it\n:label: "
+           "t-ex1\n```\n\nWe use SIMD lanes and prefetching.\n\n"
+           "```{literalinclude} ../refimpl/kernels/ostree.py\n```\n"
+           "See `refimpl.exercises.check_nothing_here(f)`.\n")
+    assert overview_problems(bad) == [
+        "the learning outcomes are 2 list item(s) after 'After this chapter"
+        " you can'; 3-5 expected"]
+    assert overview_problems("# T\n\n## Intro\n") == ["no '## Overview' "
+                                                        "section"]
+    assert "no learning outcomes" in overview_problems("## Overview\n\nHi\n")[0]
+    good = ("## Overview\n\nAfter this chapter you can:\n\n1. a\n2. b\n"
+            "3. c,\n   continued\n\nPrerequisites.\n\n## Next\n")
+    assert overview_problems(good) == []
+    assert exercise_titles(bad) == ["Bound it"]
+    assert exercise_titles(":::{exercise} P (proof)\n:::\n") == ["P (proof)"]
+    assert exercise_titles(" ```{exercise} indented\n") == []
+    assert [f.split(":")[1].strip() for f in engineering_found(bad)] == [
+        "SIMD", "prefetch", "literalinclude of refimpl/kernels/"]
+    assert checkers_named(bad) == {"check_nothing_here"}
+    assert checkers_named("from refimpl.exercises import (check_a,\n"
+                          "    check_b)\n") == {"check_a", "check_b"}
+    assert checkers_named("from refimpl.exercises import check_c, x\n\n"
+                          "def check_d(): pass\n") == {"check_c"}
