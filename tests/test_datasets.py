@@ -120,7 +120,11 @@ def make_rar(files: dict) -> bytes:
 
 
 class Server:
-    """Serves ``routes`` (path -> bytes); counts requests; can cut transfers."""
+    """Serves ``routes`` (path -> bytes); counts requests; can cut transfers.
+
+    With ``stall`` a list, a transfer sends half the body, appends its path
+    to ``stall`` and waits for :meth:`release` (a download in progress).
+    """
 
     MAX_REQUESTS = 50
 
@@ -128,6 +132,8 @@ class Server:
         self.routes = {}
         self.requests = []
         self.cut_next = set()  # paths whose next transfer stops half-way
+        self.stall = None
+        self._released = threading.Event()
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -142,6 +148,13 @@ class Server:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if outer.stall is not None:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    outer.stall.append(self.path)
+                    outer._released.wait(30)
+                    self.close_connection = True
+                    return
                 if self.path in outer.cut_next:
                     outer.cut_next.discard(self.path)
                     self.wfile.write(body[: len(body) // 2])
@@ -161,7 +174,11 @@ class Server:
         )
         self.thread.start()
 
+    def release(self):
+        self._released.set()
+
     def stop(self):
+        self.release()
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
