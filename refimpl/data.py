@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from . import _jsonfile as js
 from ._validation import check_labels, check_nonnegative, check_X, group_queries
 from .exceptions import DataError, DatasetNotFoundError
 from .kernels import svmlight as _sv
@@ -364,14 +365,41 @@ _CACHE_ARRAYS = ("X", "y", "qid", "comments")
 _RACY_NS = 2_000_000_000
 
 
-def _cache_stems(path: Path, dtype: np.dtype) -> list[Path]:
-    """Candidate cache locations: beside the data, then in the data cache."""
+def _cache_stems(path: Path, dtype: np.dtype, folder: Path) -> list[Path]:
+    """Candidate cache locations: in ``folder`` (where the caller named the
+    data, which a symbolic link may place elsewhere than ``path``, the file
+    itself), then in the data cache."""
     name = f"{path.name}.{dtype.name}"
     key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     return [
-        path.parent / _CACHE_SUBDIR / name,
+        folder / _CACHE_SUBDIR / name,
         _data_cache_dir() / "parsed" / f"{key}-{name}",
     ]
+
+
+_INT64 = js.integer(-(2**63), 2**63 - 1)
+_CACHE_META = js.record(
+    required={
+        "format": js.const(_CACHE_FORMAT),
+        "version": js.const(_CACHE_VERSION),
+        "source": js.string(),
+        "size": js.integer(0, 2**63 - 1),
+        "mtime_ns": _INT64,
+        "sha256": js.string(r"[0-9a-f]{64}"),
+        "hashed_ns": _INT64,
+        "dtype": js.string(),
+        "width": js.integer(0, 2**31),
+        "arrays": js.record({
+            key: js.record({
+                "shape": js.list_of(js.integer(0, 2**62), max_length=2),
+                "dtype": js.string(),
+                "crc32": js.integer(0, 2**32 - 1),
+            })
+            for key in _CACHE_ARRAYS
+        }),
+    },
+    optional={"ctime_ns": _INT64},
+)
 
 
 def _file_sha256(path: Path) -> str:
@@ -386,18 +414,27 @@ def _crc(a: np.ndarray) -> int:
     return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B"))
 
 
-def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype):
-    """The cached parse of ``path``, or None (absent, stale or corrupt)."""
-    for stem in _cache_stems(path, dtype):
+def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
+    """The cached parse of ``path``, or None (absent, stale or corrupt).
+
+    A metadata file that is not of the schema (not JSON, another shape, a
+    field missing or of the wrong type) is a warning naming it, and the file
+    is parsed again and the cache rewritten.
+    """
+    for stem in _cache_stems(path, dtype, folder):
         meta_path = stem.with_name(stem.name + ".json")
         if not meta_path.is_file():
             continue
         try:
-            meta = json.loads(meta_path.read_text())
-            if meta.get("format") != _CACHE_FORMAT or meta.get("version") != (
-                _CACHE_VERSION
-            ):
+            meta = js.read_json(meta_path)
+            if isinstance(meta, dict) and (
+                meta.get("format") != _CACHE_FORMAT
+                or meta.get("version") != _CACHE_VERSION
+            ) and isinstance(meta.get("format"), str):
                 continue  # another format: rewritten without a warning
+            problem = _CACHE_META(meta, "")
+            if problem is not None:
+                raise ValueError(problem)
             if meta["source"] != str(path) or meta["dtype"] != dtype.name:
                 raise ValueError("it describes another file")
             if meta["size"] != st.st_size:
@@ -462,7 +499,7 @@ def _writable_dir(folder: Path) -> bool:
     return bool(mode & writable_bits) and os.access(folder, os.W_OK)
 
 
-def _write_cache(path, st, sha, dtype, arrays, width) -> Path | None:
+def _write_cache(path, st, sha, dtype, arrays, width, folder) -> Path | None:
     """Store a parse; the metadata goes last, so readers never see half."""
     meta = {
         "format": _CACHE_FORMAT,
@@ -478,8 +515,8 @@ def _write_cache(path, st, sha, dtype, arrays, width) -> Path | None:
         "arrays": {},
     }
     errors = []
-    beside, home = _cache_stems(path, dtype)
-    stems = [beside, home] if _writable_dir(path.parent) else [home]
+    beside, home = _cache_stems(path, dtype, folder)
+    stems = [beside, home] if _writable_dir(folder) else [home]
     for stem in stems:
         meta_path = stem.with_name(stem.name + ".json")
         try:
@@ -649,9 +686,10 @@ def load_letor(
     if not path.is_file():
         raise DatasetNotFoundError(f"LETOR file not found: {path}")
     real = path.resolve()
+    folder = Path(os.path.abspath(path)).parent
     if cache:
         st = real.stat()
-        hit = _load_cache(real, st, dtype)
+        hit = _load_cache(real, st, dtype, folder)
         if hit is not None:
             out = _from_cache(real, hit[0], n_features, label_range, return_comments)
             if out is not None:
@@ -673,7 +711,7 @@ def load_letor(
         natural = X if X.shape[1] == width else X[:, :width]
         _write_cache(
             real, st, sha, dtype,
-            {"X": natural, "y": y, "qid": qid, "comments": offsets}, width,
+            {"X": natural, "y": y, "qid": qid, "comments": offsets}, width, folder,
         )
     if not return_comments:
         return X, y, qid

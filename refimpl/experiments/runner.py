@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__ as _REFIMPL_VERSION
+from .. import _jsonfile as js
 from .. import data as _data
 from .. import metrics as _metrics
 from .. import pairs as _pairs
@@ -510,26 +511,31 @@ def _memo_checksum(files):
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+_INT64 = js.integer(-(2**63), 2**63 - 1)
+_MEMO_SCHEMA = js.record({
+    "format": js.const(_MEMO_FORMAT),
+    "checksum": js.string(r"[0-9a-f]{64}"),
+    "files": js.mapping(js.record({
+        "sha256": js.string(r"[0-9a-f]{64}"),
+        "hashed_ns": _INT64,
+        "stat": js.list_of(_INT64, length=4),
+    })),
+})
+
+
 def _memo_load(path):
     """The valid entries of a fingerprint memo file (``{}`` if none)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
+        stored = js.read_json(path)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as err:
-        warnings.warn(f"fingerprint memo {path} is unreadable ({err}); the data "
-                      "files are hashed again", RuntimeWarning, stacklevel=3)
+    except js.MalformedFileError as err:
+        warnings.warn(f"fingerprint memo {path} is unreadable ({err.problem}); the "
+                      "data files are hashed again", RuntimeWarning, stacklevel=3)
         return {}
-    files = stored.get("files") if isinstance(stored, dict) else None
-    ok = (isinstance(files, dict) and stored.get("format") == _MEMO_FORMAT
-          and stored.get("checksum") == _memo_checksum(files)
-          and all(isinstance(e, dict) and isinstance(e.get("sha256"), str)
-                  and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
-                  and isinstance(e.get("hashed_ns"), int)
-                  and isinstance(e.get("stat"), list) and len(e["stat"]) == 4
-                  and all(isinstance(v, int) for v in e["stat"])
-                  for e in files.values()))
+    ok = (_MEMO_SCHEMA(stored, "") is None
+          and stored["checksum"] == _memo_checksum(stored["files"]))
+    files = stored["files"] if ok else None
     if not ok:
         warnings.warn(f"fingerprint memo {path} is not valid (format, fields or "
                       "checksum); the data files are hashed again",
@@ -915,16 +921,14 @@ def _cache_load(path, task):
     ``RuntimeWarning`` naming the file, and the task is fitted again.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            entry = json.load(f)
+        entry = js.read_json(path, lambda e, where: _entry_problem(e, task))
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        problem = "it is a directory, not a file"
-    except (OSError, ValueError) as err:
-        problem = f"it is not readable JSON ({type(err).__name__}: {err})"
+    except js.MalformedFileError as err:
+        problem = ("it is a directory, not a file" if os.path.isdir(path)
+                   else err.problem)
     else:
-        problem = _entry_problem(entry, task)
+        problem = None
     if problem is None:
         return entry
     warnings.warn(f"cache entry {path} is not used: {problem}; the task "
@@ -1157,6 +1161,13 @@ _HISTORY_KEYS = ("started_utc", "wall_time_s", "n_tasks", "n_fitted", "n_cached"
                  "n_failed")
 
 
+_RUN_SCHEMA = js.record({"dataset": js.string()}, optional={
+    "history": js.list_of(js.record()),
+    "config": js.record({"methods": js.anything(), "n_jobs": js.anything(),
+                         "backend": js.anything()}),
+})
+
+
 def _history(path, info):
     """Earlier invocations that fitted something, plus this one if it did.
 
@@ -1165,15 +1176,20 @@ def _history(path, info):
     """
     past = []
     try:
-        with open(path) as f:
-            old = json.load(f)
-        if old.get("dataset") == info["dataset"]:
-            past = old.get("history") or [
-                {**{k: old.get(k) for k in _HISTORY_KEYS},
-                 "methods": old["config"]["methods"],
-                 "n_jobs": old["config"]["n_jobs"],
-                 "backend": old["config"]["backend"]}]
-    except (OSError, ValueError, KeyError):
+        old = js.read_json(path, _RUN_SCHEMA)
+        if old["dataset"] == info["dataset"] and old.get("history"):
+            past = old["history"]
+        elif old["dataset"] == info["dataset"] and "config" in old:
+            past = [{**{k: old.get(k) for k in _HISTORY_KEYS},
+                     "methods": old["config"]["methods"],
+                     "n_jobs": old["config"]["n_jobs"],
+                     "backend": old["config"]["backend"]}]
+    except FileNotFoundError:
+        past = []
+    except js.MalformedFileError as err:
+        warnings.warn(f"{path}: the history of earlier runs is not readable "
+                      f"({err.problem}); it starts again with this run",
+                      RuntimeWarning, stacklevel=3)
         past = []
     if info["n_fitted"]:
         past = [*past, {**{k: info[k] for k in _HISTORY_KEYS},

@@ -33,9 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from .. import _jsonfile as js
 from .. import data as _data
 from .. import metrics as _metrics
-from ..exceptions import DatasetNotFoundError
+from ..exceptions import DataError, DatasetNotFoundError
 from .registry import METHODS
 from .report import load_results
 from .runner import load_fold
@@ -226,6 +227,29 @@ def _atomic_write_json(path: Path, obj) -> None:
         raise
 
 
+_SNAPSHOT_SCHEMA = js.record({
+    "provenance": js.record({"computed_utc": js.string(), "refimpl": js.string(),
+                             "dataset": js.string()}),
+    "values": js.mapping(js.anything()),
+})
+
+
+def _read_snapshot(path: Path, dataset: str) -> dict:
+    """A committed snapshot, checked against its schema.
+
+    Raises :class:`~refimpl.exceptions.DataError` naming the file and the
+    remedy when it is malformed.
+    """
+    try:
+        return js.read_json(path, _SNAPSHOT_SCHEMA)
+    except js.MalformedFileError as exc:
+        raise DataError(
+            f"snapshot {_show(path)} is damaged ({exc.problem}): restore the "
+            f"committed copy (git checkout -- {_show(path)}), or recompute it "
+            f"where {dataset} is available with {UPDATE_ENV}=1"
+        ) from None
+
+
 @dataclass
 class Snapshot:
     """Values of one real-data computation and where they come from.
@@ -304,8 +328,7 @@ def snapshot(name, compute, *, dataset="MQ2008", tol=1e-9, directory=None,
             raise FileNotFoundError(
                 f"{_show(path)}: no committed snapshot {name!r}, and {dataset} is "
                 f"not available to compute it.  {_absent_note(dataset, 'nothing')}")
-        with open(path) as f:
-            stored = json.load(f)
+        stored = _read_snapshot(path, dataset)
         prov = stored["provenance"]
         _say(_absent_note(dataset, f"the committed results of {_show(path)}, "
                                    f"computed {prov['computed_utc'][:10]} by refimpl "
@@ -314,7 +337,15 @@ def snapshot(name, compute, *, dataset="MQ2008", tol=1e-9, directory=None,
     values = _plain(compute())
     if not isinstance(values, dict):
         raise TypeError(f"snapshot {name!r}: compute() must return a dict")
-    if update or not path.is_file():
+    stored = None
+    if not update and path.is_file():
+        try:
+            stored = _read_snapshot(path, dataset)
+        except DataError as exc:
+            # the live values can rebuild it; the warning says so
+            warnings.warn(f"{exc}; it is rewritten from the live values",
+                          RuntimeWarning, stacklevel=2)
+    if stored is None:
         prov = {"name": name, "dataset": dataset,
                 "computed_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                 "refimpl": __version__, "numpy": np.__version__,
@@ -325,8 +356,6 @@ def snapshot(name, compute, *, dataset="MQ2008", tol=1e-9, directory=None,
         _atomic_write_json(path, {"provenance": prov, "values": values})
         _say(f"{dataset}: computed live; wrote {_show(path)}.", out)
         return Snapshot(name, path, values, prov, live=True)
-    with open(path) as f:
-        stored = json.load(f)
     prov = stored["provenance"]
     bad = compare_values(values, stored["values"], tol)
     if bad:
@@ -375,8 +404,7 @@ def committed_snapshot(name, *, directory=None, out=print) -> Snapshot:
     path = directory / f"{name}.json"
     if not path.is_file():
         raise FileNotFoundError(f"{_show(path)}: no committed snapshot {name!r}")
-    with open(path) as f:
-        stored = json.load(f)
+    stored = _read_snapshot(path, "its data set")
     prov = stored["provenance"]
     _say(f"Showing the committed results of {_show(path)}, computed "
          f"{prov['computed_utc'][:10]} on {prov['dataset']} by refimpl "
