@@ -4,12 +4,12 @@ The three pieces a student writes when building FISTA by hand, each checked
 against a trusted reference on adversarial and random cases:
 
 * :func:`check_prox_grad_step` -- one proximal-gradient step for
-  ``F(w) = C sum_p max(0, 1 - (K w)_p)^2 + lam ||w||_1`` (the book's
-  eq-acc-prox-step with soft-thresholding, refimpl's :class:`~refimpl.penalties.L1`);
+  ``F(w) = C sum_p max(0, 1 - (K w)_p)^2 + lam ||w||_1`` (the book's eq.
+  (4.4) with soft-thresholding, refimpl's :class:`~refimpl.penalties.L1`);
 * :func:`check_fista_momentum` -- one momentum update ``(w_k, w_{k-1},
-  t_k) -> (z_{k+1}, t_{k+1})`` (eq-fista-momentum);
+  t_k) -> (z_{k+1}, t_{k+1})`` (eq. (4.5));
 * :func:`check_backtracking` -- the line search that multiplies ``L`` by
-  ``eta`` until the majorisation test (eq-acc-ls-test) holds.
+  ``eta`` until the majorisation test (eq. (4.7)) holds.
 
 Each diagnosis recomputes the typical wrong answers (step ``L`` instead of
 ``1/L``, threshold ``lam`` instead of ``lam/L``, the gradient's sign, the
@@ -157,7 +157,11 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
 # -- the momentum update -----------------------------------------------------------
 
 def fista_momentum_reference(w, w_prev, t):
-    r"""``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2``, ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``."""
+    r"""FISTA's momentum step, the trusted reference.
+
+    ``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2`` and
+    ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``.
+    """
     t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
     return w + (t - 1.0) / t_next * (w - w_prev), t_next
 
@@ -262,7 +266,9 @@ def _backtrack(f, grad, prox, z, L, eta, test="correct", grow="correct",
 
 
 def backtracking_reference(f, grad, prox, z, L, eta):
-    r"""Multiply ``L`` by ``eta`` until ``f(w) <= f(z) + <grad f(z), w - z> + L/2 ||w - z||^2``.
+    r"""Backtracking, the trusted reference: multiply ``L`` by ``eta`` until
+
+    ``f(w) <= f(z) + <grad f(z), w - z> + L/2 ||w - z||^2``.
 
     ``w = prox(z - grad f(z)/L, 1/L)``; returns ``(w, L)`` at the first
     ``L`` (of ``L, eta L, eta^2 L, ...``) that passes the test.
