@@ -1,0 +1,122 @@
+"""The checkers of Chapter 6's exercises accept refimpl and catch planted bugs."""
+
+import numpy as np
+import pytest
+
+from refimpl.exercises import (check_bdmm_step, check_liferank_gradient,
+                               check_orthonormality_residual)
+from refimpl.solvers import orthonormality_error
+
+
+# -- ||T^T T - I||_F ----------------------------------------------------------
+
+def test_residual_accepts_reference():
+    assert check_orthonormality_residual(orthonormality_error).passed
+    res = check_orthonormality_residual(
+        lambda T: np.sqrt(((T.T @ T - np.eye(T.shape[1])) ** 2).sum()))
+    assert res.passed, res.message
+
+
+@pytest.mark.parametrize("fn, word", [
+    (lambda T: np.linalg.norm(T @ T.T - np.eye(T.shape[0])), "T T^T"),
+    (lambda T: np.linalg.norm(T.T @ T), "identity"),
+    (lambda T: np.linalg.norm(T.T @ T - np.eye(T.shape[1]), 2), "spectral"),
+    (lambda T: np.linalg.norm(T.T @ T - np.eye(T.shape[1])) ** 2, "squared"),
+    (lambda T: np.abs(T.T @ T - np.eye(T.shape[1])).max(), "largest entry"),
+    (lambda T: T.T @ T - np.eye(T.shape[1]), "one number"),
+])
+def test_residual_catches_bugs(fn, word):
+    res = check_orthonormality_residual(fn)
+    assert not res.passed
+    assert word in res.message, res.message
+
+
+# -- the gradient of F(T, w) -------------------------------------------------
+
+def grad_ok(T, w, K, lam):
+    G = K.T @ (-1 / (1 + np.exp(K @ (T @ w)))) / K.shape[0]
+    return np.outer(G, w), T.T @ G + lam * w
+
+
+def test_gradient_accepts_reference():
+    res = check_liferank_gradient(grad_ok)
+    assert res.passed, res.message
+
+
+def _bug(kind):
+    def fn(T, w, K, lam):
+        m = K @ (T @ w)
+        p = 1 if kind == "sum" else K.shape[0]
+        coef = (-1 / (1 + np.exp(-m)) if kind == "sigma"
+                else -1 / (1 + np.exp(m)))
+        G = K.T @ coef / p
+        if kind == "sign":
+            G = -G
+        gT, gw = np.outer(G, w), T.T @ G + lam * w
+        if kind == "nolam":
+            gw = T.T @ G
+        if kind == "transpose":
+            gT = gT.T
+        if kind == "swap":
+            return gw, gT
+        return gT, gw
+    return fn
+
+
+@pytest.mark.parametrize("kind, word", [
+    ("sum", "1/p"), ("sign", "sign"), ("nolam", "lam w"),
+    ("sigma", "logistic derivative"), ("transpose", "transpose"),
+    ("swap", "order")])
+def test_gradient_catches_bugs(kind, word):
+    res = check_liferank_gradient(_bug(kind))
+    assert not res.passed
+    assert word in res.message, res.message
+
+
+# -- one damped multiplier step -----------------------------------------------
+
+def _c(T, flipped=False):
+    C = T.T @ T
+    np.fill_diagonal(C, 1 - np.diag(C))
+    return -C if flipped else C
+
+
+def _M(U):
+    M = U + U.T
+    np.fill_diagonal(M, -2 * np.diag(U))
+    return M
+
+
+def step(T, w, A, grad_loss, lam, lr, mu, bug=None):
+    flipped = bug == "flipped"
+    G = grad_loss(T @ w)
+    damp = 0.0 if bug == "nodamp" else mu
+    gT = np.outer(G, w) + T @ _M(A + damp * _c(T, flipped))
+    w_new = w - lr * (T.T @ G + lam * w)
+    if bug == "sequential":
+        G2 = grad_loss(T @ w_new)
+        gT = np.outer(G2, w_new) + T @ _M(A + mu * _c(T))
+    T_new = T - lr * gT
+    c = _c(T if bug == "old" else T_new, flipped)
+    A_new = A - lr * c if bug == "descent" else A + lr * c
+    return T_new, w_new, A_new
+
+
+def test_bdmm_step_accepts_reference():
+    res = check_bdmm_step(step)
+    assert res.passed, res.message
+
+
+@pytest.mark.parametrize("bug, word", [
+    ("descent", "sign of the multiplier"), ("old", "old T"),
+    ("nodamp", "damping term is missing"), ("sequential", "w first"),
+    ("flipped", "diagonal constraints")])
+def test_bdmm_step_catches_bugs(bug, word):
+    res = check_bdmm_step(lambda *a: step(*a, bug=bug))
+    assert not res.passed
+    assert word in res.message, res.message
+
+
+def test_bdmm_step_reports_wrong_output():
+    res = check_bdmm_step(lambda *a: step(*a)[:2])
+    assert not res.passed and "triple" in res.message
