@@ -42,7 +42,7 @@ def check_pair_count(fn) -> CheckResult:
 
     ``n_c[c]`` is the number of documents at label ``c`` (a list of
     non-negative ints); the answer is ``|{(i, j) : y_i > y_j}|``
-    ({eq}`eq-pairs`).  Reference: :func:`refimpl.pairs.pair_counts`.
+    (eq. eq-pairs of chapter 1).  Reference: :func:`refimpl.pairs.pair_counts`.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
@@ -150,7 +150,7 @@ def _pairs_message(got, y, qid):
 
 
 def check_pairs(fn) -> CheckResult:
-    """Check ``fn(y, qid)``: the preference pairs {eq}`eq-pairs`.
+    """Check ``fn(y, qid)``: the preference pairs (eq. eq-pairs of chapter 1).
 
     ``fn`` returns the pairs as a list of ``(i, j)`` (an ``(p, 2)`` array
     or an object with index arrays ``.i`` and ``.j`` also do), in any
@@ -210,7 +210,7 @@ def _ndcg_variant(labels, scores, k, conv, *, gain=None, offset=0,
 
 
 def check_ndcg(fn, convention="letor4") -> CheckResult:
-    """Check ``fn(labels, scores, k)``: NDCG@k {eq}`eq-ndcg` of ONE query.
+    """Check ``fn(labels, scores, k)``: NDCG@k of ONE query (eq-ndcg).
 
     ``convention`` (``"letor4"``, the default, ``"letor3"``, ``"trec"`` or
     an :class:`~refimpl.metrics.EvalConvention`) fixes the gain, the
@@ -303,7 +303,7 @@ def check_ndcg(fn, convention="letor4") -> CheckResult:
 
 
 def _hinge_variants(X, y, qid, w):
-    """(value, gradient) of the loss {eq}`eq-loss` and of typical mistakes."""
+    """(value, gradient) of the loss (eq-loss) and of typical mistakes."""
     P = preference_pairs(y, qid, require_pairs=False)
     K = X[P.i] - X[P.j]
     r = 1.0 - K @ w
@@ -334,10 +334,10 @@ _HINGE_TEXT = {
 
 
 def check_squared_hinge(fn) -> CheckResult:
-    """Check ``fn(X, y, qid, w) -> (L, g)``: the loss {eq}`eq-loss`, gradient.
+    """Check ``fn(X, y, qid, w) -> (L, g)``: the loss eq-loss, gradient.
 
     ``L`` is ``sum over P of max(0, 1 - w^T (x_i - x_j))^2`` and ``g`` its
-    gradient {eq}`eq-grad-hess`.  Reference:
+    gradient (eq. eq-grad-hess of chapter 1).  Reference:
     :class:`refimpl.losses.PairwiseSquaredHinge` (``fun``, ``grad``).
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
