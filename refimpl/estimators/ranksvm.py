@@ -11,6 +11,7 @@ from .._validation import check_fit_input, reset_fitted
 from ..losses import L2Regularized, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import PAIR_SETS
+from ..solvers._finite import safe_norm
 from ..solvers.tron import tron
 from ._base import (
     COUNT,
@@ -142,7 +143,10 @@ class RankSVM(_LinearRanker):
         self.backend_ = loss.backend
         self.objective_ = result.history["f"][-1]
         if not np.any(self.coef_):
-            g0 = float(self.history_["gnorm"][0])
+            # the quantity the message names, evaluated where it is defined
+            # (w = 0, the iterate the solver stopped at), not read back from
+            # a history whose first entry a solver could record differently
+            g0 = safe_norm(objective.grad(np.zeros(objective.n_features)))
             _warn_empty(
                 self,
                 "no value of C empties an l2-regularised RankSVM: w = 0 is its "
