@@ -153,10 +153,11 @@ def check_reweighting_weights(fn, penalty="log", *,
     u/eps)``), ``"lp"`` (``fn(w, p=..., eps=...)``, the smoothed ``g(u) =
     (u + eps)^p - eps^p``) or ``"mcp"`` (``fn(w, gamma=..., lam=...)``,
     Table II's MCP divided by ``lam``).  ``fn`` returns one weight per
-    coefficient; the reference is :meth:`refimpl.nonconvex.ConcavePenalty.
-    weights`.  Recognised mistakes: the penalty instead of its derivative,
-    a missing epsilon, weights evaluated at ``w`` instead of ``|w|``, MCP's
-    zero region or knee, the derivative of another penalty.
+    coefficient; the reference is
+    :meth:`refimpl.nonconvex.ConcavePenalty.weights`.  Recognised
+    mistakes: the penalty instead of its derivative, a missing epsilon,
+    weights evaluated at ``w`` instead of ``|w|``, MCP's zero region or
+    knee, the derivative of another penalty.
 
     Derived in: book/05_dc_reweighting.md#dc-reweighting
     """

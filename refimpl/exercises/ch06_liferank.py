@@ -194,10 +194,11 @@ def check_liferank_gradient(fn, *, max_examples=40) -> CheckResult:
 
     ``F(T, w) = (1/p) sum_r log(1 + exp(-(K T w)_r)) + (lam/2) ||w||^2``,
     ``K`` the ``p x n`` matrix of pair differences ``x_i - x_j`` (``y_i >
-    y_j``).  Reference: :meth:`refimpl.losses.LifeRankObjective.
-    value_and_grads`.  Recognised mistakes: a missing ``1/p``, the sign,
-    the ``lam w`` term missing or misplaced or mis-scaled, the logistic
-    derivative, a transposed or ``w``-less gradient in ``T``.
+    y_j``).  Reference:
+    :meth:`refimpl.losses.LifeRankObjective.value_and_grads`.  Recognised
+    mistakes: a missing ``1/p``, the sign, the ``lam w`` term missing or
+    misplaced or mis-scaled, the logistic derivative, a transposed or
+    ``w``-less gradient in ``T``.
 
     Derived in: book/06_liferank_bdmm.md#liferank
     """
