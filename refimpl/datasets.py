@@ -32,23 +32,51 @@ keep working; nothing is ever written there.
 **Nothing half-done is ever taken for finished.**  Everything happens in a
 private temporary directory inside the data home: the download (pooch's
 temporary file), the checks (archive size and hash where published, the
-CRC-32 of every RAR member, the sha256 of every extracted file whose hash is
-published), the unpacking, and a manifest recording every file's size and
+size and CRC-32 of every member, the sha256 of every extracted file whose
+hash is published), the unpacking, and a manifest recording every file's size and
 sha256.  Only then is the directory renamed to ``<data home>/<name>`` in one
 step (:func:`os.replace`).  A failure at any point removes the temporary
 directory, so a checksum mismatch (:class:`ChecksumError`) or an interrupted
 transfer (:class:`DownloadError`) leaves nothing behind, and the next call
 starts afresh.  A later call finds the directory, compares the files with the
-sizes in the manifest, and makes no request.
+sizes in the manifest, and makes no request (a manifest that is not of its
+schema is a :class:`~refimpl.exceptions.DataError` saying to delete the
+directory and fetch again).
+
+**What an archive may contain.**  Zip, tar and RAR archives go through one
+unpacking loop that admits only regular files and
+directories under relative names.  A link (symbolic or hard), a device, a
+FIFO, an absolute name, a ``..`` component, a name that appears twice, or two
+names that differ only in case (one file on macOS and Windows) is refused
+with an :class:`UnsafeArchiveError` naming the archive and the member.  The
+loop writes every file itself (``O_EXCL | O_NOFOLLOW``, mode 0644) and checks
+the size and CRC-32 of the copy it wrote against the archive's header, never a
+path built from a member's name; then the unpacked tree is walked once more
+(every entry a regular file or directory whose real path lies inside it)
+before anything reads it, and again before the final rename.
+
+**A bound on unpacking.**  The bytes written are counted while they stream,
+against the data set's ``LetorSource.unpack_limit`` (its unpacked size,
+known or estimated, with a margin), else :data:`DEFAULT_UNPACK_LIMIT`; a
+header that declares more is refused before anything is written.  Exceeding
+it raises :class:`UnpackLimitError`, naming the bound and how to raise it
+(``unpack_limit=``, or the environment variable ``REFIMPL_UNPACK_LIMIT``).
+
+**Killed fetches.**  The private directory ``<data home>/.<name>.part-*``
+holds a ``flock`` for as long as its fetch runs; the kernel drops it when the
+process dies, however it dies.  Each fetch first removes the directories of
+``name`` whose lock it can take: those of dead fetches.
 
 **RAR archives** (LETOR 4.0) are read in two steps: the pure-Python
-:mod:`rarfile` parses the headers (member names, sizes, CRC-32), and a system
-tool decompresses: ``bsdtar`` (libarchive; Debian/Ubuntu package
-``libarchive-tools``, listed in the repository's ``apt.txt`` for Binder;
-built into macOS), else ``unrar`` or ``7z``.  Every extracted
-member is then checked against the CRC-32 in its header, because the tools do
-not all check it (libarchive does not for stored members).  Zip (MSLR,
-OHSUMED) and tar archives use :mod:`zipfile` and :mod:`tarfile`.
+:mod:`rarfile` parses the headers (member names, types, sizes, CRC-32), and a
+system tool decompresses every member, in archive order, to a pipe:
+``bsdtar`` (libarchive; Debian/Ubuntu package ``libarchive-tools``, listed in
+the repository's ``apt.txt`` for Binder; built into macOS), else ``unrar`` or
+``7z``.  The stream is cut by the sizes in the headers; so no tool ever
+creates a file, whatever the archive says.  Zip (MSLR, OHSUMED) and tar
+archives are read with :mod:`zipfile` and :mod:`tarfile` (tar in stream
+mode, so that a bomb stops at the bound rather than being decompressed
+first).
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
@@ -78,6 +106,7 @@ from .data import _find, _fold_layouts
 from .exceptions import DataError, DatasetNotFoundError
 
 __all__ = [
+    "DEFAULT_UNPACK_LIMIT",
     "REGISTRY",
     "ChecksumError",
     "DownloadError",
@@ -763,7 +792,9 @@ def _unpack_limit(source: LetorSource, explicit) -> tuple:
     """``(bytes, where the bound comes from)`` for unpacking ``source``."""
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit < 1:
-            raise DataError(f"unpack_limit must be a positive integer, got {explicit!r}")
+            raise DataError(
+                f"unpack_limit must be a positive integer, got {explicit!r}"
+            )
         return explicit, "unpack_limit="
     env = os.environ.get(UNPACK_LIMIT_VAR) or None
     if env is not None:
@@ -866,7 +897,8 @@ def _rar_members(archive: Path, origin: str):
     import rarfile
 
     try:
-        infos = rarfile.RarFile(archive).infolist()
+        with rarfile.RarFile(archive) as rf:
+            infos = rf.infolist()
     except (rarfile.Error, OSError, EOFError) as exc:
         raise DataError(f"{origin}: not a readable RAR archive ({exc})") from exc
     members = [_Member(m.filename, _rar_kind(m), m.file_size, m.CRC) for m in infos]
@@ -879,9 +911,20 @@ def _rar_members(archive: Path, origin: str):
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(command(tool, str(archive)), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=err)
+
+        def short(m):
+            code = proc.wait()
+            err.seek(0)
+            message = err.read(500).decode(errors="replace").strip()
+            raise DataError(
+                f"{origin}: {Path(tool).name} stopped (exit {code}) before the end "
+                f"of member {m.name!r}: {message or 'no message'}; the archive is "
+                "damaged, or the tool cannot read it"
+            )
+
         try:
             for m in members:
-                m.open = lambda m=m: _Exact(proc.stdout, m.size)
+                m.open = lambda m=m: _Exact(proc.stdout, m.size, lambda: short(m))
                 yield m
             extra = proc.stdout.read(1)
             code = proc.wait()
@@ -904,13 +947,16 @@ def _rar_members(archive: Path, origin: str):
 
 
 class _Exact:
-    """The next ``size`` bytes of a pipe, as a file object."""
+    """The next ``size`` bytes of a pipe, as a file object; ``short()`` is
+    called (and raises) if the pipe ends first."""
 
-    def __init__(self, pipe, size):
-        self.pipe, self.left = pipe, size
+    def __init__(self, pipe, size, short):
+        self.pipe, self.left, self.short = pipe, size, short
 
     def read(self, n):
         chunk = self.pipe.read(min(n, self.left)) if self.left else b""
+        if self.left and not chunk:
+            self.short()
         self.left -= len(chunk)
         return chunk
 
@@ -1171,7 +1217,12 @@ def _remove_stale(home: Path, name: str) -> list:
     taken belongs to no live process.
     """
     removed = []
-    for p in home.glob(_PART.format(name=name) + "*"):
+    # an ".init-" directory is locked microseconds after it is made: one
+    # unlocked for a minute was left by a process killed in between
+    young = time.time() - 60
+    candidates = list(home.glob(_PART.format(name=name) + "*")) + [
+        p for p in home.glob(f".{name}.init-*") if _mtime(p) < young]
+    for p in candidates:
         try:
             fd = _lock(p)
         except OSError:
@@ -1183,6 +1234,13 @@ def _remove_stale(home: Path, name: str) -> list:
             if fd is not None:
                 os.close(fd)
     return removed
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")
 
 
 @contextlib.contextmanager

@@ -774,6 +774,22 @@ def test_cache_follows_the_data(tmp_path, monkeypatch):
     np.testing.assert_array_equal(load_letor(path)[0], d2.X)
 
 
+def test_cache_of_a_linked_file_goes_beside_the_link(tmp_path, monkeypatch):
+    """Issue 24.1: nothing is written beside a link's target, outside the
+    folder the caller named; the entry still follows the target's content."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    d, _ = _write_dataset(outside / "d.txt")
+    named = tmp_path / "data"
+    named.mkdir()
+    (named / "d.txt").symlink_to(outside / "d.txt")
+    np.testing.assert_array_equal(load_letor(named / "d.txt")[0], d.X)
+    assert sorted(p.name for p in outside.iterdir()) == ["d.txt"]
+    assert "d.txt.float64.json" in _cache_files(named)
+    _no_parsing(monkeypatch)
+    np.testing.assert_array_equal(load_letor(named / "d.txt")[0], d.X)
+
+
 def test_cache_sees_a_rewrite_that_restores_size_and_mtime(tmp_path):
     """An old file rewritten in place, its mtime put back: the ctime betrays it."""
     path = tmp_path / "d.txt"
