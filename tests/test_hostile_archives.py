@@ -456,7 +456,7 @@ _names = st.sampled_from([
     "MQ2008/x.txt", "MQ2008/Fold1/x.txt", "MQ2008/../x.txt", "../x.txt",
     "MQ2008/../../outside/planted.txt", "/ABS/planted.txt", "MQ2008//./y.txt",
     "MQ2008/S1.txt", "MQ2008/s1.TXT", "MQ2008/Fold1", "MQ2008\\..\\..\\z.txt",
-    "MQ2008/Fold1/train.txt",
+    "MQ2008/Fold1/train.txt", "../../../outside/planted.txt", "../../../x.txt",
 ])
 _targets = st.sampled_from([
     "../outside/secret.txt", "OUTSIDE/secret.txt", "MQ2008/S2.txt", "S2.txt",
