@@ -69,9 +69,9 @@ from _letor import mq2008_datasets
 from _timing import warm_up_fits
 from sklearn.exceptions import ConvergenceWarning
 
-from refimpl import fsmrank
+from refimpl import features
 from refimpl.estimators import FSMRank, SparseRankSVM
-from refimpl.losses import PairwiseSquaredHinge
+from refimpl.losses import PairwiseSquaredHinge, lifted
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, NonNegWeightedL1
 from refimpl.solvers.apg import ScaledSmooth, apg
@@ -148,12 +148,12 @@ def l1_problem(X, y, qid, C):
 def fsm_problem(X, y, qid, lam1, lam2):
     """Eq. 2 pieces from the public functions, as ``FSMRank.fit`` builds them."""
     loss = PairwiseSquaredHinge(X, y, qid, normalize=True)
-    s = fsmrank.pearson_importance(loss.X, loss.y)
+    s = features.pearson_importance(loss.X, loss.y)
     A, projected, min_eig = quiet(
-        lambda: fsmrank.convexify_similarity(fsmrank.pearson_similarity(loss.X)))
-    smooth = fsmrank.FSMRankSmooth(fsmrank.LiftedLoss(loss),
-                                   fsmrank.lift_similarity(A), lam1)
-    penalty = NonNegWeightedL1(lam2 / fsmrank.lift_importance(s))
+        lambda: lifted.convexify_similarity(features.pearson_similarity(loss.X)))
+    smooth = lifted.FSMRankSmooth(lifted.LiftedLoss(loss),
+                                  lifted.lift_similarity(A), lam1)
+    penalty = NonNegWeightedL1(lam2 / lifted.lift_importance(s))
     return smooth, penalty, s, A, projected, min_eig
 
 

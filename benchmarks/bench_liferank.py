@@ -42,11 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _letor import mq2008_datasets
 from _timing import interleaved
 
-from refimpl.liferank import (
-    LifeRankObjective,
-    PairwiseLogistic,
-    liferank_solve,
-)
+from refimpl.losses import LifeRankObjective, PairwiseLogistic
+from refimpl.solvers import liferank_solve
 from refimpl.pairs import preference_pairs
 
 K = 10

@@ -15,8 +15,9 @@ sv_stats  Lee & Lin's per-document support-vector statistics (trees, counting)
 nonconvex concave sparsity penalties (log, MCP, lp, SCAD) for reweighted l1
 solvers   TRON, FenchelRank, FISTA, reweighted l1, subgradient baselines,
           BDMM and LifeRank's solvers (Stiefel manifold)
-estimators  scikit-learn-style RankSVM, FenchelRank, SparseRankSVM, FSMRank
-liferank  LifeRank: linear feature extraction by BDMM or on the Stiefel manifold
+estimators  the scikit-learn estimators: RankSVM, FenchelRank, SparseRankSVM,
+          FSMRank, GAS-E, FSMSVM, LifeRank and the baselines
+experiments  the registry of methods, the runner and its scale guard, reports
 """
 
 import importlib.metadata as _metadata
@@ -31,8 +32,6 @@ from . import (
     datasets,
     estimators,
     features,
-    fsmrank,
-    liferank,
     losses,
     metrics,
     nonconvex,
@@ -41,7 +40,7 @@ from . import (
     solvers,
     sv_stats,
 )
-from .estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
+from .estimators import FenchelRank, FSMRank, LifeRank, RankSVM, SparseRankSVM
 from .exceptions import (
     DataError,
     DatasetNotFoundError,
@@ -49,7 +48,6 @@ from .exceptions import (
     NonFiniteError,
     PairMatrixTooLargeError,
 )
-from .liferank import LifeRank
 from .losses import L2Regularized, PairwiseSquaredHinge
 
 __all__ = [

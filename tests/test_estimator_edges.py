@@ -33,8 +33,8 @@ from refimpl.estimators import (
     gas_e,
 )
 from refimpl.exceptions import DataError, EmptyModelWarning, ParameterError
-from refimpl.fsmrank import pearson_importance
-from refimpl.liferank import LifeRank
+from refimpl.estimators import LifeRank
+from refimpl.features import pearson_importance
 from refimpl.nonconvex import LogPenalty
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1
@@ -366,34 +366,20 @@ def test_parameter_bound_by_the_data_names_the_bound():
 
 
 # --------------------------------------------------------------------------
-# scikit-learn's names; the former ones still accepted, with a FutureWarning
+# scikit-learn's names only: 0.1.0 keeps no alias of a former name
 # --------------------------------------------------------------------------
 
-RENAMED = [
-    (FenchelRank, "linesearch", "line_search", "newton", {"backend": "tree"}),
-    (GASRanker, "n_features", "n_features_to_select", 4, {}),
-    (FSMSVM, "n_features", "n_features_to_select", 4, {}),
-    (LifeRank, "seed", "random_state", 3, {"n_components": 3, "max_iter": 30}),
+FORMER = [
+    (FenchelRank, "linesearch", "line_search"),
+    (GASRanker, "n_features", "n_features_to_select"),
+    (FSMSVM, "n_features", "n_features_to_select"),
+    (LifeRank, "seed", "random_state"),
 ]
 
 
-@pytest.mark.parametrize("cls, old, new, value, extra", RENAMED,
-                         ids=[f"{c.__name__}-{o}" for c, o, *_ in RENAMED])
-def test_former_parameter_name_still_works_with_a_future_warning(cls, old, new, value,
-                                                                 extra):
-    X, y, qid = small()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FutureWarning)
-        warnings.filterwarnings("ignore", message=".*positive semidefinite")
-        warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        expected = cls(**{new: value}, **extra).fit(X, y, qid)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = cls(**{old: value}, **extra).fit(X, y, qid)
-    future = [str(w.message) for w in caught if w.category is FutureWarning]
-    assert future == [(f"The '{old}' parameter of {cls.__name__} is deprecated: it was "
-                      f"renamed '{new}' (scikit-learn's name), which is used in its place")]
-    np.testing.assert_array_equal(got.coef_, expected.coef_)
-    other = value + 1 if isinstance(value, int) else "pairs"
-    with pytest.raises(ParameterError, match=f"both '{new}' and its former name '{old}'"):
-        cls(**{old: value, new: other}, **extra).fit(X, y, qid)
+@pytest.mark.parametrize("cls, old, new", FORMER,
+                         ids=[f"{c.__name__}-{o}" for c, o, _ in FORMER])
+def test_former_parameter_names_are_not_accepted(cls, old, new):
+    assert new in cls().get_params() and old not in cls().get_params()
+    with pytest.raises(TypeError, match=old):
+        cls(**{old: 1})

@@ -17,21 +17,21 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FSMSVM, FSMRank, GASRanker, RankSVM, gas_e
 from refimpl.exceptions import DataError, ParameterError
-from refimpl.fsmrank import (
+from refimpl.features import (
     IMPORTANCE_FLOOR,
-    FSMRankSmooth,
-    LiftedLoss,
-    convexify_similarity,
     feature_ndcg,
     gas_select,
     kendall_similarity,
-    lift_importance,
-    lift_similarity,
-    nearest_psd,
     pearson_importance,
     pearson_similarity,
 )
-from refimpl.losses import PairwiseSquaredHinge
+from refimpl.losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
+from refimpl.losses.lifted import (
+    convexify_similarity,
+    lift_importance,
+    lift_similarity,
+    nearest_psd,
+)
 from refimpl.metrics import kendall_tau, ndcg_at_k
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import NonNegWeightedL1

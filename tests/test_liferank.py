@@ -18,17 +18,18 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from refimpl import LifeRank
 from refimpl.data import make_synthetic_letor
 from refimpl.exceptions import DataError, ParameterError
-from refimpl.fsmrank import feature_ndcg
-from refimpl.kernels import logistic as K
-from refimpl.liferank import (
-    LifeRankObjective,
-    PairwiseLogistic,
+from refimpl.features import (
     feature_importance,
+    feature_ndcg,
     feature_redundancy,
+    rank_similarity,
+)
+from refimpl.kernels import logistic as K
+from refimpl.losses import LifeRankObjective, PairwiseLogistic
+from refimpl.solvers import (
     fit_weights,
     liferank_solve,
     orthonormality_error,
-    rank_similarity,
     stiefel_gradient,
     stiefel_retraction,
 )

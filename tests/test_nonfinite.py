@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from refimpl import estimators as E
-from refimpl.liferank import LifeRank
+from refimpl.estimators import LifeRank
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.losses.regularized import L2Regularized
 from refimpl.nonconvex import make_concave_penalty

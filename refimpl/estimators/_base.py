@@ -8,7 +8,6 @@ and the threshold of the regularisation at which every weight vanishes.
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 from numbers import Integral, Real
@@ -17,7 +16,6 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import (
-    Hidden,
     Interval,
     InvalidParameterError,
     Options,
@@ -62,38 +60,6 @@ def options(values):
     if any(v is False for v in values):
         out.append(Options(bool, {False}))
     return out
-
-
-#: Default of a renamed parameter's former keyword: "not given".
-DEPRECATED = "deprecated"
-
-
-def deprecated_alias(constraints):
-    """Constraints of a former keyword: those of the new name, or not given."""
-    return [*constraints, Hidden(StrOptions({DEPRECATED}))]
-
-
-def _renamed(estimator, new, old):
-    """The value of parameter ``new``, or of its former name ``old`` if that was given.
-
-    ``old`` is still accepted (with a ``FutureWarning``) so that code written
-    for the former name keeps working; giving both is an error.
-    """
-    former = getattr(estimator, old)
-    if isinstance(former, str) and former == DEPRECATED:
-        return getattr(estimator, new)
-    cls = type(estimator).__name__
-    default = inspect.signature(type(estimator).__init__).parameters[new].default
-    value = getattr(estimator, new)
-    if not (value is default or (type(value) is type(default) and value == default)):
-        raise ParameterError(
-            f"{cls}: both {new!r} and its former name {old!r} were given; give "
-            f"{new!r} only")
-    warnings.warn(
-        f"The {old!r} parameter of {cls} is deprecated: it was renamed "
-        f"{new!r} (scikit-learn's name), which is used in its place",
-        FutureWarning, stacklevel=3)
-    return former
 
 
 class _ValidatedParams:

@@ -29,15 +29,12 @@ from .._validation import (
 )
 from ._base import (
     COUNT,
-    DEPRECATED,
     NONNEG_INT,
     NONNEGATIVE,
     POSITIVE,
     SEED,
     _Interval,
     _Ranker,
-    _renamed,
-    deprecated_alias,
 )
 from .liferank import LifeRank
 from .ranksvm import RankSVM
@@ -128,8 +125,6 @@ class LambdaMART(_Ranker, BaseEstimator):
         As in ``lightgbm.LGBMRanker``.
     random_state : int, default 0
         LightGBM's seed.
-    seed :
-        Deprecated former name of ``random_state``.
 
     Attributes
     ----------
@@ -144,17 +139,15 @@ class LambdaMART(_Ranker, BaseEstimator):
         "num_leaves": [_Interval(Integral, 2, None, closed="left")],
         "min_child_samples": [NONNEG_INT],
         "random_state": [NONNEG_INT],
-        "seed": deprecated_alias([NONNEG_INT]),
     }
 
     def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
-                 min_child_samples=20, random_state=0, seed=DEPRECATED):
+                 min_child_samples=20, random_state=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.min_child_samples = min_child_samples
         self.random_state = random_state
-        self.seed = seed
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
@@ -169,7 +162,7 @@ class LambdaMART(_Ranker, BaseEstimator):
             learning_rate=float(self.learning_rate),
             num_leaves=int(self.num_leaves),
             min_child_samples=int(self.min_child_samples),
-            random_state=int(_renamed(self, "random_state", "seed")),
+            random_state=int(self.random_state),
             n_jobs=1, deterministic=True,
             force_row_wise=True, verbose=-1,
         )
@@ -205,8 +198,6 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         RankSVM's loss weight (``ranker="ranksvm"``).
     lam, lr, max_iter, random_state :
         Passed to :class:`refimpl.estimators.LifeRank`.
-    seed :
-        Deprecated former name of ``random_state``.
 
     Attributes
     ----------
@@ -224,11 +215,10 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         "lr": [POSITIVE],
         "max_iter": [COUNT],
         "random_state": SEED,
-        "seed": deprecated_alias(SEED),
     }
 
     def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
-                 lr=0.1, max_iter=1000, random_state=0, seed=DEPRECATED):
+                 lr=0.1, max_iter=1000, random_state=0):
         self.n_components = n_components
         self.ranker = ranker
         self.C = C
@@ -236,7 +226,6 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self.lr = lr
         self.max_iter = max_iter
         self.random_state = random_state
-        self.seed = seed
 
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
@@ -245,7 +234,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         X = problem.X
         life = LifeRank(n_components=self.n_components, lam=self.lam,
                         lr=self.lr, max_iter=self.max_iter,
-                        random_state=_renamed(self, "random_state", "seed"))
+                        random_state=self.random_state)
         _inner(life, problem)
         refuse_single_document(life, problem.n_samples)
         life._fit(problem)

@@ -13,12 +13,9 @@ from ..losses.squared_hinge import BACKENDS
 from ..solvers.fenchelrank import LINESEARCHES, STEPS, VARIANTS, fenchelrank
 from ._base import (
     COUNT,
-    DEPRECATED,
     POSITIVE,
     _LinearRanker,
-    _renamed,
     _warn_empty,
-    deprecated_alias,
     options,
 )
 
@@ -60,9 +57,6 @@ class FenchelRank(_LinearRanker):
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).
-    linesearch :
-        Deprecated former name of ``line_search`` (still accepted, with a
-        ``FutureWarning``).
     variant : {"paper", "pairwise", "away", "face_newton"}, default "paper"
         ``"paper"``: Algorithm 1 (Frank-Wolfe steps towards the greedy
         vertex).  ``"pairwise"`` and ``"away"``: the pairwise and away-step
@@ -99,20 +93,17 @@ class FenchelRank(_LinearRanker):
         "step": options(STEPS),
         "backend": options(BACKENDS),
         "line_search": options(LINESEARCHES),
-        "linesearch": deprecated_alias(options(LINESEARCHES)),
         "variant": options(VARIANTS),
     }
 
     def __init__(self, r=1.0, tol=1e-3, max_iter=1000, step="exact",
-                 backend="auto", line_search="auto", linesearch=DEPRECATED,
-                 variant="paper"):
+                 backend="auto", line_search="auto", variant="paper"):
         self.r = r
         self.tol = tol
         self.max_iter = max_iter
         self.step = step
         self.backend = backend
         self.line_search = line_search
-        self.linesearch = linesearch
         self.variant = variant
 
     def fit(self, X, y, qid=None):
@@ -134,7 +125,7 @@ class FenchelRank(_LinearRanker):
         r = float(self.r)
         loss = PairwiseSquaredHinge(problem, margin=1.0 / r, normalize=True,
                                     backend=self.backend)
-        line_search = _renamed(self, "line_search", "linesearch")
+        line_search = self.line_search
         if line_search == "pairs" and loss.pairs is None:
             raise ParameterError(
                 "line_search='pairs' needs explicit pairs, but backend "

@@ -13,20 +13,23 @@ from .._validation import (
     reset_fitted,
 )
 from ..features import pearson_importance, pearson_similarity
-from ..fsmrank import PSD_MODES, convexify_similarity, lift_importance, lift_similarity
 from ..losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
+from ..losses.lifted import (
+    PSD_MODES,
+    convexify_similarity,
+    lift_importance,
+    lift_similarity,
+)
 from ..losses.squared_hinge import BACKENDS
 from ..penalties import NonNegWeightedL1
 from ..solvers.apg import apg
 from ._base import (
     COUNT,
-    DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
     _grad_at_zero,
     _LinearRanker,
     _warn_empty,
-    deprecated_alias,
     options,
 )
 from .ranksvm import _TwoStage
@@ -54,7 +57,7 @@ class FSMRank(_LinearRanker):
 
     through its non-negative 2d-dimensional form eq. 2 (``X2 = [X, -X]``,
     ``A2 = [[A, -A], [-A, A]]``, ``s2 = [s, s]``, see
-    :mod:`refimpl.fsmrank` for why this ``A2``) by Algorithm 1: FISTA with
+    :mod:`refimpl.losses.lifted` for why this ``A2``) by Algorithm 1: FISTA with
     the closed-form projection step (eq. 3), "Nemirovski's line search"
     started at ``L0 / 2**10`` with ``L0`` Theorem 1's bound, and the
     stopping rule ``|F(w_t) - F(w_{t-1})| <= tol |F(w_{t-1})|``.
@@ -75,14 +78,14 @@ class FSMRank(_LinearRanker):
         the default is the middle of the runner's grid (1e-4 to 1e-2).
     importance : {"pearson", "uniform"}, default "pearson"
         ``s_i = |PC(h_i, y)|`` (floored at
-        ``refimpl.fsmrank.IMPORTANCE_FLOOR``), or ``s = 1`` (Table III's
+        ``refimpl.features.IMPORTANCE_FLOOR``), or ``s = 1`` (Table III's
         ``S^1``).
     similarity : {"pearson", "identity"}, default "pearson"
         ``A_ij = |PC(h_i, h_j)|``, or ``A = I`` (the ablation of Section
         IV-D3).
     psd : {"project", "ignore", "raise"}, default "project"
         What to do with a non-PSD ``A``; see
-        :func:`refimpl.fsmrank.convexify_similarity`.
+        :func:`refimpl.losses.lifted.convexify_similarity`.
     tol : float, default 1e-6
         Tolerance of the stopping rule ``stop`` (the paper uses a relative
         change of 1e-4).
@@ -269,9 +272,6 @@ class FSMSVM(_TwoStage):
         The FSMRank stage's stopping tolerance and iteration budget (those of
         :class:`FSMRank`); a cap makes the first stage affordable at
         MSLR-WEB10K size.
-    n_features :
-        Deprecated former name of ``n_features_to_select`` (still accepted,
-        with a ``FutureWarning``).
 
     Attributes
     ----------
@@ -289,7 +289,6 @@ class FSMSVM(_TwoStage):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_features_to_select": [COUNT],
-        "n_features": deprecated_alias([COUNT]),
         "lambda1": [NONNEGATIVE],
         "lambda2": [NONNEGATIVE],
         "C": [POSITIVE],
@@ -298,9 +297,8 @@ class FSMSVM(_TwoStage):
     }
 
     def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,
-                 tol=1e-6, max_iter=10000, n_features=DEPRECATED):
+                 tol=1e-6, max_iter=10000):
         self.n_features_to_select = n_features_to_select
-        self.n_features = n_features
         self.lambda1 = lambda1
         self.lambda2 = lambda2
         self.C = C

@@ -11,10 +11,8 @@ from ..exceptions import ParameterError
 from ..features import feature_ndcg, gas_select, kendall_similarity
 from ._base import (
     COUNT,
-    DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
-    deprecated_alias,
 )
 from .ranksvm import _TwoStage
 
@@ -102,9 +100,6 @@ class GASRanker(_TwoStage):
         GAS redundancy penalty.
     C : float, default 1.0
         RankSVM loss weight.
-    n_features :
-        Deprecated former name of ``n_features_to_select`` (still accepted,
-        with a ``FutureWarning``).
 
     Attributes
     ----------
@@ -126,15 +121,12 @@ class GASRanker(_TwoStage):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_features_to_select": [COUNT],
-        "n_features": deprecated_alias([COUNT]),
         "c": [NONNEGATIVE],
         "C": [POSITIVE],
     }
 
-    def __init__(self, n_features_to_select=10, c=0.01, C=1.0,
-                 n_features=DEPRECATED):
+    def __init__(self, n_features_to_select=10, c=0.01, C=1.0):
         self.n_features_to_select = n_features_to_select
-        self.n_features = n_features
         self.c = c
         self.C = C
 

@@ -1,7 +1,10 @@
 """LifeRank (Pandey et al. 2018) as a scikit-learn transformer and ranker.
 
 The loss, the objective, the solvers and the Stiefel-manifold tools are in
-:mod:`refimpl.liferank`; this module wires them into an estimator.
+:mod:`refimpl.losses` (:class:`~refimpl.losses.PairwiseLogistic`,
+:class:`~refimpl.losses.LifeRankObjective`) and :mod:`refimpl.solvers`
+(:func:`~refimpl.solvers.liferank_solve`, the Stiefel tools); this module
+wires them into an estimator.
 
 Derived in: book/06_liferank_bdmm.md#liferank
 """
@@ -27,14 +30,11 @@ from ..solvers.liferank import CONSTRAINTS, liferank_solve
 from ..solvers.stiefel import RETRACTIONS, orthonormality_error, stiefel_retraction
 from ._base import (
     COUNT,
-    DEPRECATED,
     NONNEGATIVE,
     POSITIVE,
     SEED,
     _check_at_most,
     _Ranker,
-    _renamed,
-    deprecated_alias,
     options,
 )
 
@@ -85,9 +85,6 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     constraint_tol : float, default 1e-3
     random_state : int, numpy Generator or None, default 0
         Seed of ``np.random.default_rng`` for ``T``'s start.
-    seed :
-        Deprecated former name of ``random_state`` (still accepted, with a
-        ``FutureWarning``).
 
     Attributes
     ----------
@@ -129,13 +126,12 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         "tol": [NONNEGATIVE],
         "constraint_tol": [NONNEGATIVE],
         "random_state": SEED,
-        "seed": deprecated_alias(SEED),
     }
 
     def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
                  constraint="bdmm", lr_multiplier=None, damping=1.0,
                  update="alternating", retraction="polar", init="random",
-                 tol=1e-4, constraint_tol=1e-3, random_state=0, seed=DEPRECATED):
+                 tol=1e-4, constraint_tol=1e-3, random_state=0):
         self.n_components = n_components
         self.lam = lam
         self.lr = lr
@@ -149,10 +145,9 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         self.tol = tol
         self.constraint_tol = constraint_tol
         self.random_state = random_state
-        self.seed = seed
 
     def _initial_T(self, n, k):
-        rng = np.random.default_rng(_renamed(self, "random_state", "seed"))
+        rng = np.random.default_rng(self.random_state)
         if self.init == "uniform":
             return rng.uniform(0.0, 1.0, size=(n, k)) / math.sqrt(n)
         T0 = rng.standard_normal((n, k)) / math.sqrt(n)

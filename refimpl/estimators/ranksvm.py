@@ -18,7 +18,6 @@ from ._base import (
     POSITIVE,
     _check_at_most,
     _LinearRanker,
-    _renamed,
     _warn_empty,
     options,
 )
@@ -185,7 +184,7 @@ class _TwoStage(_LinearRanker):
         problem = check_fit_input(self, X, y, qid)
         t = _check_at_most(
             self, "n_features_to_select",
-            _renamed(self, "n_features_to_select", "n_features"), problem.n_features,
+            self.n_features_to_select, problem.n_features,
             "the number of features")
         return problem, t
 

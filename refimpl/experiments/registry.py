@@ -313,18 +313,8 @@ def get_method(name):
         ) from None
 
 
-def _sklearn_names(kw):
-    """The runner's parameter names (kept: they key the committed results and
-    the cache) in scikit-learn's spelling, which the estimators use."""
-    kw = dict(kw)
-    for old, new in (("seed", "random_state"), ("n_features", "n_features_to_select")):
-        if old in kw:
-            kw[new] = kw.pop(old)
-    return kw
-
-
 def _liferank(**kw):
-    return LifeRankPipeline(**_sklearn_names(kw))
+    return LifeRankPipeline(**kw)
 
 
 def _lambdamart_support(fitted):
@@ -349,11 +339,11 @@ def _fsmrank(**kw):
 
 
 def _gas_e(**kw):
-    return GASRanker(**_sklearn_names(kw))
+    return GASRanker(**kw)
 
 
 def _fsmsvm(**kw):
-    return FSMSVM(**_sklearn_names(kw))
+    return FSMSVM(**kw)
 
 
 def _sparse_ranksvm(**kw):
@@ -365,7 +355,7 @@ def _linreg(**kw):
 
 
 def _lambdamart(**kw):
-    return LambdaMART(**_sklearn_names(kw))
+    return LambdaMART(**kw)
 
 
 _POW2 = [2.0 ** e for e in range(-15, 11)]
@@ -440,24 +430,26 @@ register(Method(
 ))
 register(Method(
     name="gas-e", factory=_gas_e,
-    grid={"n_features": _SELECT_T}, reduced_grid={"n_features": [10]},
+    grid={"n_features_to_select": _SELECT_T},
+    reduced_grid={"n_features_to_select": [10]},
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
     grid_source="Lai et al. (2013b), Section IV-D1 and Remark 1: t chosen "
                 "by validation MAP (values of t: ours, 5..40 by 5)",
     fixed={"c": 0.01, "C": 1.0},
     description="GAS feature selection, then RankSVM (GAS-E)",
-    ranges={"n_features": _COUNT, "c": _NONNEGATIVE, "C": _POSITIVE},
+    ranges={"n_features_to_select": _COUNT, "c": _NONNEGATIVE, "C": _POSITIVE},
 ))
 register(Method(
     name="fsmsvm", factory=_fsmsvm,
-    grid={"n_features": _SELECT_T}, reduced_grid={"n_features": [10]},
+    grid={"n_features_to_select": _SELECT_T},
+    reduced_grid={"n_features_to_select": [10]},
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
     grid_source="Lai et al. (2013b), Section IV-D1: top-t FSMRank features, "
                 "then RankSVM; t by validation MAP; FSMRank stage fixed at "
                 "lambda1 = 0.1, lambda2 = 1e-3",
     fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
     description="top-t FSMRank features, then RankSVM (FSMSVM)",
-    ranges={"n_features": _COUNT, "lambda1": _NONNEGATIVE,
+    ranges={"n_features_to_select": _COUNT, "lambda1": _NONNEGATIVE,
             "lambda2": _NONNEGATIVE, "C": _POSITIVE, "tol": _POSITIVE,
             "max_iter": _COUNT},
 ))
@@ -510,12 +502,12 @@ for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression"))
                     "reports every k (no selection): we select k by "
                     "validation MAP and also compare at k = 10",
         fixed={"ranker": _second, "C": 1.0, "lam": 1e-3, "lr": 0.1,
-               "max_iter": 1000, "seed": 0},
+               "max_iter": 1000, "random_state": 0},
         description=f"LifeRank feature extraction, then {_label}",
         ranges={"n_components": _COUNT,
                 "ranker": ParamRange("choice", choices=("ranksvm", "linreg")),
                 "C": _POSITIVE, "lam": _NONNEGATIVE, "lr": _POSITIVE,
-                "max_iter": _COUNT, "seed": _SEED},
+                "max_iter": _COUNT, "random_state": _SEED},
     ))
 register(Method(
     name="linreg", factory=_linreg, grid={}, reduced_grid={},
@@ -533,10 +525,10 @@ register(Method(
     selection_metric="NDCG@10", linear=False, paper="burges2010ranknet",
     grid_source="beyond the papers: LightGBM LGBMRanker (lambdarank); small "
                 "grid of ours, selected by validation NDCG@10",
-    fixed={"min_child_samples": 20, "seed": 0},
+    fixed={"min_child_samples": 20, "random_state": 0},
     support=_lambdamart_support,
     description="LightGBM LambdaMART (non-linear reference)",
     ranges={"n_estimators": _COUNT, "learning_rate": _POSITIVE,
             "num_leaves": ParamRange("integer", 2, closed="left"),
-            "min_child_samples": _SEED, "seed": _SEED},
+            "min_child_samples": _SEED, "random_state": _SEED},
 ))

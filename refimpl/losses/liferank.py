@@ -1,5 +1,24 @@
 r"""LifeRank's objective: eq. 5 without ``b``, its gradients (eq. 7) and constraints.
 
+LifeRank (Pandey et al. 2018) looks for a transformation ``T`` (``n x k``,
+orthonormal columns) and weights ``w`` (``k``) minimising a pairwise logistic
+loss of the scores ``X T w`` (their eq. 5).  Its pieces: the loss
+(:class:`refimpl.losses.PairwiseLogistic`), this objective, the solvers
+(:func:`refimpl.solvers.liferank_solve` with the variants ``"bdmm"``,
+``"stiefel"`` and ``"none"``; :func:`refimpl.solvers.stiefel_retraction`),
+the feature-quality measures of its section 5.4.2 (in
+:mod:`refimpl.features`) and the estimator
+:class:`refimpl.estimators.LifeRank`.
+
+Choices where the paper is silent or inconsistent, argued in the chapter:
+the loss is a *mean* over the preference pairs ``P = {(i, j): q_i = q_j,
+y_i > y_j}`` (each unordered pair once, so eq. 5's sum over ordered pairs
+with ``y_ij = +-1`` is ``2p`` times ours, and ``lambda_paper = 2 p
+lambda``); ``b`` is dropped (with both orientations of every pair the
+objective is even in ``b``, so ``b* = 0`` and its gradient vanishes at
+``b = 0``; with one orientation it would be unbounded); the multipliers
+start at 0 and ascend (eq. 8) after the primal step.
+
 Derived in: book/06_liferank_bdmm.md#liferank
 """
 

@@ -22,7 +22,7 @@ class PairwiseLogistic(CachedObjective):
 
     ``P = {(i, j) : q_i = q_j, y_i > y_j}``, ``p = |P|``; this is the loss
     part of LifeRank's eq. 5 as a function of ``v = T w`` (divided by its
-    number of pairs, see ``refimpl.liferank``), and the loss of a linear
+    number of pairs, see :mod:`refimpl.losses.liferank`), and the loss of a linear
     RankNet.  Its gradient is ``X^T ds`` with ``ds = d loss / d s`` at the
     scores ``s = X v``: ``ds_i = -(1/p) sum_{(i,j) in P} sigma(-(s_i - s_j))
     + (1/p) sum_{(j,i) in P} sigma(-(s_j - s_i))``.
