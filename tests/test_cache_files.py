@@ -189,7 +189,7 @@ def _get(obj, path):
 
 
 _PRISTINE = {}
-_fuzz = settings(max_examples=60, deadline=None,
+_fuzz = settings(max_examples=40, deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture,
                                         HealthCheck.too_slow])
 

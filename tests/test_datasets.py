@@ -123,7 +123,8 @@ class Server:
     """Serves ``routes`` (path -> bytes); counts requests; can cut transfers.
 
     With ``stall`` a list, a transfer sends half the body, appends its path
-    to ``stall`` and waits for :meth:`release` (a download in progress).
+    to ``stall`` and waits for :meth:`release` (a download in progress)
+    before sending the rest.
     """
 
     MAX_REQUESTS = 50
@@ -153,7 +154,10 @@ class Server:
                     self.wfile.flush()
                     outer.stall.append(self.path)
                     outer._released.wait(30)
-                    self.close_connection = True
+                    try:  # the client may have been killed meanwhile
+                        self.wfile.write(body[len(body) // 2:])
+                    except OSError:
+                        self.close_connection = True
                     return
                 if self.path in outer.cut_next:
                     outer.cut_next.discard(self.path)

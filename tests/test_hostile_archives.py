@@ -313,6 +313,28 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
         files["Fold2/test.txt"].count(b"\n"))
 
 
+def test_5_two_fetches_at_once_keep_each_others_work(server, tmp_path):
+    """Each fetch's cleanup runs while the others download: none is removed."""
+    files = fold_files()
+    server.routes["/x.zip"] = make_zip(files)
+    stall = server.stall = []
+    home = tmp_path / "home"
+    children = [subprocess.Popen(
+        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home)],
+        env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.PIPE)
+        for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while len(stall) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(home.glob(".MSLR-WEB10K.part-*"))) == 2
+    finally:
+        server.release()
+        errors = [c.communicate(timeout=60)[1] for c in children]
+    assert [c.returncode for c in children] == [0, 0], errors
+    assert os.listdir(home) == ["MSLR-WEB10K"]
+
+
 def test_5_a_live_fetch_is_left_alone(tmp_path):
     """A locked work directory (a fetch in progress) survives the cleanup."""
     home = tmp_path / "home"
