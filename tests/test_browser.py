@@ -20,8 +20,10 @@ event and for MathJax's first typesetting pass, and asserts:
   ``data:``, ``blob:``, ``about:``): the book must work with no network.
 * **no horizontal overflow** of the main column (``article.bd-article``):
   no element sticks out to its right unless it sits in a box that scrolls
-  or clips (code cells and wide tables scroll by design), and the page
-  itself has no horizontal scroll bar.
+  or clips (code cells and wide tables scroll by design), the page itself
+  has no horizontal scroll bar, no display equation is wider than the
+  column (its box would scroll and hide the formula's end) and no equation
+  number is drawn over its equation.
 
 Without ``BOOK_HTML`` the tests skip (the plain ``pytest tests`` run comes
 before any build); without Chromium they skip with "browser check SKIPPED:
@@ -96,7 +98,26 @@ PROBE = r"""
         overflow.push({el, by: Math.round(r.right - box.right)});
     }
   }
+  // display equations: Sphinx floats the number (span.eqno) at the right
+  // of div.math; a display wider than the column runs under it, or past
+  // the edge of its box (which then scrolls, hiding the formula's end)
+  const right = (els) => Math.max(...els.map(e => e.getBoundingClientRect().right));
+  const labelOverlaps = [], cutDisplays = [];
+  for (const m of main.querySelectorAll("div.math")) {
+    const c = m.querySelector("mjx-container");
+    const chars = c ? [...c.querySelectorAll("mjx-math mjx-c")] : [];
+    if (!chars.length) continue;
+    const end = right(chars), edge = c.getBoundingClientRect().right;
+    const eqno = m.querySelector("span.eqno");
+    const name = (m.id || "").replace(/^equation-/, "") ||
+                 m.textContent.trim().slice(0, 40);
+    if (eqno && end > eqno.getBoundingClientRect().left + 1)
+      labelOverlaps.push(`${name} ${eqno.textContent.trim()}`);
+    else if (end > edge + 1)
+      cutDisplays.push(`${name}: ${Math.round(end - edge)}px past its box`);
+  }
   return {
+    labelOverlaps, cutDisplays,
     math: math.length,
     containers: main.querySelectorAll("mjx-container").length,
     untypeset, merrors, text, images,
@@ -192,6 +213,10 @@ def problems(page: Path, r: dict) -> list[str]:
     out += [f"image not loaded: {src}" for src in r["images"]]
     out += r["console"]
     out += [f"sticks out of the main column: {o}" for o in r["overflow"]]
+    out += [f"equation number drawn over its equation (too wide for the "
+            f"column): {o}" for o in r["labelOverlaps"]]
+    out += [f"display equation wider than the column (the reader must "
+            f"scroll it): {o}" for o in r["cutDisplays"]]
     if r["pageOverflow"] > 1:
         out.append(f"the page scrolls sideways by {r['pageOverflow']} px")
     return out

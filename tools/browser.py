@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -148,14 +149,16 @@ class Chromium:
         self.port = None
 
     def __enter__(self):
-        self._profile = tempfile.TemporaryDirectory(prefix="chromium-")
-        profile = Path(self._profile.name)
+        self._profile = profile = Path(tempfile.mkdtemp(prefix="chromium-"))
+        # its own process group: the renderer and helper processes it
+        # starts are ended with it (and with nothing else)
         self.proc = subprocess.Popen(
             [self.executable, *FLAGS, *self.flags,
              f"--window-size={self.width},{self.height}",
              "--remote-debugging-port=0", f"--user-data-dir={profile}",
              "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         try:
             self.port = self._wait_port(profile / "DevToolsActivePort")
         except BaseException:
@@ -185,7 +188,13 @@ class Chromium:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self._profile.cleanup()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)   # helpers left over
+        for _ in range(50):          # helpers may still be writing the profile
+            shutil.rmtree(self._profile, ignore_errors=True)
+            if not self._profile.exists():
+                break
+            time.sleep(0.1)
 
     def _json(self, path: str, method="GET"):
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/{path}",
