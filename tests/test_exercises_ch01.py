@@ -154,6 +154,15 @@ def test_squared_hinge_bugs(kw, word):
     assert not res.passed and word in res.message, res.message
 
 
+def test_squared_hinge_mean_over_pairs():
+    def mean(X, y, qid, w):
+        n_p = len(pairs.preference_pairs(y, qid, require_pairs=False))
+        value, g = hinge_loop(X, y, qid, w)
+        return value / n_p, g / n_p
+    res = check_squared_hinge(mean)
+    assert not res.passed and "number of pairs" in res.message, res.message
+
+
 def test_exception_is_reported():
     res = check_squared_hinge(lambda X, y, qid, w: 1 / 0)
     assert not res.passed and "ZeroDivisionError" in res.message

@@ -195,7 +195,26 @@ def _bug_noabs(K, w, r):
     return np.max(g) - g @ w
 
 
+def _bug_full_noclip(K, w, r):
+    # P(d) - D(w) in full, d from unclipped residuals (the exercise's form)
+    p = K.shape[0]
+    res = 1 / r - K @ w
+    d = 2 * r**2 / p * res
+    P = p / (4 * r**2) * d @ d - d.sum() / r + np.max(np.abs(K.T @ d))
+    return P + r**2 / p * np.maximum(0, res) @ np.maximum(0, res)
+
+
+def _bug_full_no_p(K, w, r):
+    p = K.shape[0]
+    res = np.maximum(0, 1 / r - K @ w)
+    d = 2 * r**2 / p * res
+    P = 1 / (4 * r**2) * d @ d - d.sum() / r + np.max(np.abs(K.T @ d))
+    return P + r**2 / p * res @ res
+
+
 @pytest.mark.parametrize("bug, word", [
+    (_bug_full_noclip, "non-negative"),
+    (_bug_full_no_p, "factor p"),
     (lambda K, w, r: _gap(K, w, r) + 2 * (K.T @ (
         2 * r**2 / K.shape[0] * np.maximum(0, 1 / r - K @ w))) @ w,
      "wrong sign"),

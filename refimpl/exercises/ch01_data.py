@@ -316,6 +316,7 @@ def _hinge_variants(X, y, qid, w):
         "no max": (np.sum(r ** 2), -2 * K.T @ r),
         "no max grad": (ok[0], -2 * K.T @ r),
         "both orders": (2 * ok[0], 2 * ok[1]),
+        "mean": (ok[0] / max(len(P), 1), ok[1] / max(len(P), 1)),
     }
 
 
@@ -328,6 +329,9 @@ _HINGE_TEXT = {
               "all pairs, also those already ranked with margin",
     "no max grad": "max(0, .) forgotten in the gradient: it sums over all "
                    "pairs, not only the active ones (r_t > 0)",
+    "mean": "you divide by the number of pairs p: the loss of eq. (1.3) "
+            "is the sum over the pairs, not their mean (the 1/p of "
+            "FenchelRank's normalised loss comes later)",
     "both orders": "every pair counted twice (both orders (i, j) and (j, i) "
                    "of a preference?)",
 }

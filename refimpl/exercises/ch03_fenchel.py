@@ -374,7 +374,20 @@ def _gap_mistakes(K, w, r):
     g_raw = K.T @ d_raw
     d_m1 = 2 * r * r / p * np.maximum(0.0, 1.0 - z)
     g_m1 = K.T @ d_m1
+    # P(d) - D(w) written out in full (eq. (3.5)) with unclipped residuals
+    f_raw = p / (4 * r * r) * d_raw @ d_raw - d_raw.sum() / r
+    inf_raw = float(np.max(np.abs(g_raw)))
+    fstar_raw = r * r / p * (1.0 / r - z) @ (1.0 / r - z)
+    clip = ("d_t must be non-negative: clip the residuals, "
+            "d_t = (2 r^2/p) max(0, 1/r - K w_t), and use the clipped "
+            "residuals in D(w_t) = -(r^2/p) ||max(0, 1/r - K w_t)||^2 too")
     return [
+        (f_raw + inf_raw + f_star, clip),
+        (f_raw + inf_raw + fstar_raw, clip),
+        (f_d + inf + fstar_raw, clip),
+        (d @ d / (4 * r * r) - d.sum() / r + inf + f_star,
+         "missing factor p in the quadratic term of f(d) = p/(4 r^2) "
+         "||d||^2 - ||d||_1 / r (eq. (3.5))"),
         (inf + g @ w, "wrong sign of <g_t, w_t>: the gap is "
          "||g_t||_inf - <g_t, w_t> with g_t = K^T d_t"),
         (float(np.max(g)) - g @ w, "you take max_j g_j instead of "
@@ -464,8 +477,9 @@ def check_duality_gap(fn, *, max_examples=100) -> CheckResult:
     ``||g||_inf - <g, w>`` with ``g = K^T d``,
     ``d = (2 r^2/p) max(0, 1/r - K w)``, equal to ``P(d) - D(w)``.
     Recognised mistakes: the wrong sign of ``<g, w>``, ``max g`` instead of
-    ``max |g|``, a missing conjugate term, unclipped residuals, a missing
-    factor 2 or ``1/p``, the margin 1 instead of ``1/r``.
+    ``max |g|``, a missing conjugate term, unclipped residuals (also in
+    ``P(d) - D(w)`` written out in full), a missing factor 2 or ``1/p``
+    (or ``p`` in ``f(d)``), the margin 1 instead of ``1/r``.
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
