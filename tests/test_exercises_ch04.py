@@ -43,6 +43,10 @@ def test_prox_grad_step_accepts_reference(fn):
     (lambda z, K, C, lam, L: z - grad(z, K, C) / L, "prox"),
     (lambda z, K, C, lam, L: np.maximum(z - grad(z, K, C) / L - lam / L, 0),
      "negative"),
+    (lambda z, K, C, lam, L: soft(z - grad(z, K, 1.0) / L, lam / L),
+     "factor C"),
+    (lambda z, K, C, lam, L: soft(z + 2 * C * K.T @ (1 - K @ z) / L, lam / L),
+     "max(0, .)"),
 ])
 def test_prox_grad_step_names_bug(bug, words):
     res = check_prox_grad_step(bug)
@@ -78,6 +82,7 @@ def _tn(t):
      "wrong point"),
     (lambda w, wp, t: (w - (t - 1) / _tn(t) * (w - wp), _tn(t)), "sign"),
     (lambda w, wp, t: (w, _tn(t)), "no momentum"),
+    (lambda w, wp, t: (w + (t - 1) / _tn(t) * (w - wp), t), "unchanged"),
 ])
 def test_fista_momentum_names_bug(bug, words):
     res = check_fista_momentum(bug)
@@ -102,7 +107,8 @@ def _bt(test="ok", grow="ok", previous=False):
         w_prev = z
         while True:
             w = prox(z - g / L, 1 / L)
-            q = f(z) + L / 2 * np.sum((w - z) ** 2)
+            q = f(z) + (L if test == "no_half" else L / 2) * np.sum(
+                (w - z) ** 2)
             q += 0 if test == "no_inner" else g @ (w - z)
             if (f(w) >= q) if test == "reversed" else (f(w) <= q):
                 return (w_prev if previous else w), L
@@ -123,6 +129,7 @@ def test_backtracking_accepts_reference(fn):
     (_bt(grow="plus"), "factor"),
     (_bt(grow="double"), "factor eta"),
     (_bt(previous=True), "previous"),
+    (_bt(test="no_half"), "factor 1/2"),
 ])
 def test_backtracking_names_bug(bug, words):
     res = check_backtracking(bug)

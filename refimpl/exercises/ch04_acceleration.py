@@ -96,9 +96,9 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
     step ``z - \nabla f(z)/L`` at ``lam/L``.
 
     Recognised mistakes: step ``L`` instead of ``1/L``; threshold ``lam``
-    (or ``lam L``) instead of ``lam/L``; the gradient's sign; a missing factor
-    2 in the gradient; no thresholding; thresholding that treats negative
-    entries wrongly.
+    (or ``lam L``) instead of ``lam/L``; the gradient's sign; a missing
+    factor 2 or C in the gradient; the gradient without ``max(0, .)``; no
+    thresholding; thresholding that treats negative entries wrongly.
     """
     def diagnose(case):
         K, z, C, lam, L = case
@@ -126,6 +126,12 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
              "max(0, 1 - Kw) (times C)"),
             (_soft(z - g / (2 * L), lam / L), "missing factor 2 in the "
              "gradient of the squared hinge: -2C K^T max(0, 1 - Kw)"),
+            (_soft(z - g / (C * L), lam / L), "missing factor C in the "
+             "gradient: f is C times the squared hinge, so its gradient is "
+             "-2C K^T max(0, 1 - Kw)"),
+            (_soft(z + 2 * C * (K.T @ (1.0 - K @ z)) / L, lam / L),
+             "your gradient drops the max(0, .): pairs with 1 - (Kz)_p < 0 "
+             "contribute nothing to -2C K^T max(0, 1 - Kz)"),
             (z - g / L, "you return the gradient step without the prox: "
              "soft-threshold it at lam/L"),
             (np.maximum(z - g / L - lam / L, 0.0), "your soft-thresholding "
@@ -138,8 +144,9 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
             return msg
         j = int(np.argmax(np.abs(np.asarray(ans, float) - ref)))
         return (f"differs from refimpl's step: coordinate {j} is "
-                f"{float(np.asarray(ans)[j]):.6g}, expected {ref[j]:.6g} "
-                f"(z = 0 is the case where every pair is active)")
+                f"{float(np.asarray(ans)[j]):.6g}, expected {ref[j]:.6g}; "
+                f"compare your gradient with -2C K^T max(0, 1 - Kz) and "
+                f"your prox with soft-thresholding at lam/L")
 
     rng = np.random.default_rng(4)
     K0 = rng.normal(size=(6, 4))
@@ -201,6 +208,8 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
                  "update is (1 + sqrt(1 + 4 t_k^2))/2"),
                 (0.5 * (1 + math.sqrt(1 + 4 * t * t)) - 1, "t_{k+1} is "
                  "(1 + sqrt(1 + 4 t_k^2))/2; you subtract 1"),
+                (t, "you return t_k unchanged as t_next: return t_{k+1} = "
+                 "(1 + sqrt(1 + 4 t_k^2))/2"),
             ])
             return msg or (f"t_next = {t_next:.6g} for t_k = {t:.6g}; expected "
                            f"(1 + sqrt(1 + 4 t_k^2))/2 = {t_ref:.6g}")
@@ -257,6 +266,8 @@ def _backtrack(f, grad, prox, z, L, eta, test="correct", grow="correct",
         q = fz + g @ d + 0.5 * L * (d @ d)
         if test == "no_inner":
             q = fz + 0.5 * L * (d @ d)
+        if test == "no_half":
+            q = fz + g @ d + L * (d @ d)
         ok = f(w) >= q if test == "reversed" else f(w) <= q
         if ok:
             return w, L
@@ -288,10 +299,10 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
     and otherwise multiply ``L`` by ``eta`` and try again; return the accepted
     ``w`` and ``L``.
 
-    Recognised mistakes: the test without the ``<grad(z), w - z>`` term; the
-    inequality reversed; ``L`` increased by ``eta`` (added), doubled whatever
-    ``eta``, or multiplied by ``eta^2``; the returned ``w`` not the one
-    accepted (from a different ``L``).
+    Recognised mistakes: the test without the ``<grad(z), w - z>`` term or
+    without the factor 1/2; the inequality reversed; ``L`` increased by
+    ``eta`` (added), doubled whatever ``eta``, or multiplied by ``eta^2``;
+    the returned ``w`` not the one accepted (from a different ``L``).
     """
     def diagnose(case):
         K, z, C, lam, L, eta = case
@@ -318,6 +329,9 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
             if _close(w, prox(z - grad(z) / (L_acc / eta), eta / L_acc)):
                 return ("you return the w of the previous (rejected) L: "
                         "return the prox point of the accepted L")
+            if _close(w, prox(z - grad(z) / L_acc, L_acc)):
+                return ("you call prox(v, L): the prox step of the trial "
+                        "point is 1/L, w = prox(z - grad(z)/L, 1/L)")
             return ("the accepted L is right but w is not prox(z - grad(z)"
                     "/L, 1/L) at that L")
         for kw, msg in (
@@ -325,6 +339,9 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
                  "w - z> term of the quadratic upper bound"),
                 (dict(test="reversed"), "wrong inequality direction: accept "
                  "when f(w) <= the quadratic upper bound, not >="),
+                (dict(test="no_half"), "missing factor 1/2 in the test: the "
+                 "quadratic upper bound has (L/2) ||w - z||^2, not "
+                 "L ||w - z||^2"),
                 (dict(grow="plus"), "L is not increased by the factor: "
                  "multiply L by eta (you add eta)"),
                 (dict(grow="double"), "L is not increased by the factor eta: "
