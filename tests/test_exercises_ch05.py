@@ -33,6 +33,7 @@ def test_weights_accept_reference(penalty, fn):
 
 @pytest.mark.parametrize("penalty, fn, words", [
     ("log", lambda w, eps: 1 / np.abs(w), ["epsilon"]),
+    ("log", lambda w, eps: 1 / np.abs(w) + eps, ["infinite", "epsilon"]),
     ("log", lambda w, eps: 1 / (eps + w), ["|w|"]),
     ("log", lambda w, eps: np.log1p(np.abs(w) / eps), ["not", "derivative"]),
     ("log", lambda w, eps: 1 / (1 + np.abs(w) / eps), ["chain rule"]),
@@ -77,6 +78,10 @@ def test_soft_threshold_accepts_reference():
     (lambda v, b, t: np.where(np.abs(v) > t * b, v, 0.0), "hard"),
     (lambda v, b, t: np.sign(v) * (np.abs(v) - t * b), "max(., 0)"),
     (lambda v, b, t: np.sign(v) * (np.abs(v) + t * b), "wrong way"),
+    (lambda v, b, t: np.sign(v) * np.maximum(
+        np.abs(v) - t / np.where(b > 0, b, np.inf), 0), "divide"),
+    (lambda v, b, t: np.sign(v) * np.maximum(np.abs(v) - t * b / 2, 0),
+     "half"),
 ])
 def test_soft_threshold_catches_bugs(fn, word):
     res = check_weighted_soft_threshold(fn)

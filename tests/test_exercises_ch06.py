@@ -24,6 +24,9 @@ def test_residual_accepts_reference():
     (lambda T: np.linalg.norm(T.T @ T - np.eye(T.shape[1])) ** 2, "squared"),
     (lambda T: np.abs(T.T @ T - np.eye(T.shape[1])).max(), "largest entry"),
     (lambda T: T.T @ T - np.eye(T.shape[1]), "one number"),
+    (lambda T: np.linalg.norm(T.T @ T - np.eye(T.shape[1]), "nuc"),
+     "nuclear"),
+    (lambda T: np.abs(T.T @ T - np.eye(T.shape[1])).sum(), "sum of |entries|"),
 ])
 def test_residual_catches_bugs(fn, word):
     res = check_orthonormality_residual(fn)
@@ -92,12 +95,20 @@ def step(T, w, A, grad_loss, lam, lr, mu, bug=None):
     G = grad_loss(T @ w)
     damp = 0.0 if bug == "nodamp" else mu
     gT = np.outer(G, w) + T @ _M(A + damp * _c(T, flipped))
-    w_new = w - lr * (T.T @ G + lam * w)
+    if bug == "symM":
+        U = A + mu * _c(T)
+        gT = np.outer(G, w) + T @ (U + U.T)
+    if bug == "gram":
+        U = A + mu * (T.T @ T - np.eye(len(w)))
+        gT = np.outer(G, w) + T @ _M(U)
+    w_new = w - lr * (T.T @ G + (0.0 if bug == "nolam" else lam) * w)
     if bug == "sequential":
         G2 = grad_loss(T @ w_new)
         gT = np.outer(G2, w_new) + T @ _M(A + mu * _c(T))
     T_new = T - lr * gT
     c = _c(T if bug == "old" else T_new, flipped)
+    if bug == "gram":
+        c = T_new.T @ T_new - np.eye(len(w))
     A_new = A - lr * c if bug == "descent" else A + lr * c
     return T_new, w_new, A_new
 
@@ -110,7 +121,8 @@ def test_bdmm_step_accepts_reference():
 @pytest.mark.parametrize("bug, word", [
     ("descent", "sign of the multiplier"), ("old", "old T"),
     ("nodamp", "damping term is missing"), ("sequential", "w first"),
-    ("flipped", "diagonal constraints")])
+    ("flipped", "diagonal constraints"), ("gram", "T^T T - I"),
+    ("symM", "U + U^T everywhere"), ("nolam", "l2 term")])
 def test_bdmm_step_catches_bugs(bug, word):
     res = check_bdmm_step(lambda *a: step(*a, bug=bug))
     assert not res.passed

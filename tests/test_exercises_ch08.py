@@ -31,6 +31,10 @@ def test_paired_t_test_accepts_reference():
     (lambda a, b: t_test(a, b, ddof=0), "population"),
     (lambda a, b: t_test(a, b, dist="normal"), "normal"),
     (lambda a, b: t_test(b, a), "sign"),
+    (lambda a, b: (t_test(a, b)[0] / np.sqrt(len(a)),
+                   2 * stats.t.sf(abs(t_test(a, b)[0]) / np.sqrt(len(a)),
+                                  len(a) - 1)), "sqrt(n)"),
+    (lambda a, b: stats.ttest_rel(a, b).pvalue, "(t, p)"),
 ])
 def test_paired_t_test_bugs(fn, word):
     res = check_paired_t_test(fn)

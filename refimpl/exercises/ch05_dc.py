@@ -107,6 +107,13 @@ def _weights_diagnose(fn, penalty):
         for message, wrong in _weight_mistakes(penalty, params, w):
             if _close(got, wrong):
                 return message + f" (w = {np.round(w, 4).tolist()})"
+        bad0 = (w == 0) & ~np.isfinite(got)
+        if penalty in ("log", "lp") and bad0.any():
+            return ("your weight is infinite at w_j = 0: the epsilon must "
+                    "keep g'(0) finite ("
+                    + ("1/(eps + |w|)" if penalty == "log"
+                       else "p (|w| + eps)^(p-1)")
+                    + f"; w = {np.round(w, 4).tolist()})")
         j = int(np.argmax(np.where(np.isfinite(got),
                                    np.abs(got - ref), np.inf)))
         return (f"your weight differs from g'(|w_j|) at w_j = {w[j]:.4g}: "
@@ -197,10 +204,20 @@ def _threshold_diagnose(fn):
              "instead of shrinking", sg * (au + step * beta)),
             ("the max(., 0) is missing: coordinates below the threshold "
              "change sign instead of becoming 0", sg * (au - step * beta)),
+            ("the threshold is step * beta_j, not half of it (the prox of "
+             "t beta|x| has no factor 1/2)",
+             sg * np.maximum(au - step * beta / 2, 0.0)),
+            ("the threshold is step * beta_j, not twice it",
+             sg * np.maximum(au - 2 * step * beta, 0.0)),
         ]
         for message, cand in wrong:
             if _close(got, cand):
                 return message
+        pos = beta > 0                    # step / beta_j: compare where defined
+        if pos.any() and _close(got[pos], (sg * np.maximum(
+                au - step / np.where(pos, beta, 1.0), 0.0))[pos]):
+            return ("the threshold is step * beta_j: you divide by beta_j "
+                    "instead of multiplying")
         j = int(np.argmax(np.abs(got - ref)))
         return (f"coordinate {j} differs from sign(v) max(|v| - t beta, 0):"
                 f" {got[j]:.6g} instead of {ref[j]:.6g} (v = {v[j]:.4g}, "
@@ -214,8 +231,9 @@ def check_weighted_soft_threshold(fn, *, max_examples=80) -> CheckResult:
     The answer is ``sign(v_j) max(|v_j| - step beta_j, 0)``, the proximal
     step of every pass of Algorithm 2 (reference:
     :meth:`refimpl.penalties.WeightedL1.prox`).  Recognised mistakes: the
-    step or the weights left out of the threshold, lost signs, hard
-    thresholding, growth instead of shrinkage, a missing ``max(., 0)``.
+    step or the weights left out of the threshold, a threshold divided by
+    the weights, halved or doubled, lost signs, hard thresholding, growth
+    instead of shrinkage, a missing ``max(., 0)``.
 
     Derived in: book/05_dc_reweighting.md#dc-reweighting
     """

@@ -74,6 +74,14 @@ def _residual_diagnose(fn):
             ("only the diagonal (the column norms) is counted; the "
              "off-diagonal entries (the angles) belong to the residual too",
              np.linalg.norm(np.diag(R))),
+            ("wrong norm: you return the nuclear norm (sum of singular "
+             "values); the book uses the Frobenius norm, "
+             "sqrt(sum of squared entries)", np.linalg.norm(R, "nuc")),
+            ("wrong norm: you return the sum of |entries| of T^T T - I; the "
+             "book uses the Frobenius norm, sqrt(sum of squared entries)",
+             np.abs(R).sum()),
+            ("you subtract norms: ||T^T T||_F - ||I||_F is not the norm of "
+             "the difference T^T T - I", np.linalg.norm(G) - np.sqrt(k)),
         ]
         for message, value in wrong:
             if np.isclose(got, value, rtol=1e-10, atol=1e-12):
@@ -87,9 +95,10 @@ def check_orthonormality_residual(fn, *, max_examples=60) -> CheckResult:
     """Check ``fn(T)``, the violation ``||T^T T - I||_F`` of ``T^T T = I``.
 
     ``T`` is ``n x k`` with ``n >= k``.  Recognised mistakes: ``T T^T``
-    instead of ``T^T T``, a missing identity, the spectral, max-entry or
-    squared norm instead of the Frobenius norm, only the diagonal or only
-    the off-diagonal part.
+    instead of ``T^T T``, a missing identity, the spectral, nuclear,
+    max-entry, sum-of-entries or squared norm instead of the Frobenius
+    norm, a difference of norms, only the diagonal or only the
+    off-diagonal part.
 
     Derived in: book/06_liferank_bdmm.md#liferank
     """
@@ -230,20 +239,28 @@ def _M(U):
 
 
 def _step(T, w, A, grad_loss, lam, lr, mu, *, ascent=True, new_c=True,
-          damp=1.0, sequential=False, flipped=False):
+          damp=1.0, sequential=False, flipped=False, gram=False,
+          sym_M=False, l2=1.0, gram_A=False):
     """One (possibly wrong) MDMM step; the keyword arguments plant mistakes."""
     def c_of(T_):
+        if gram:              # T^T T - I: the diagonal in the other sign
+            return T_.T @ T_ - np.eye(T_.shape[1])
         return -_constraint(T_) if flipped else _constraint(T_)
+
+    def M_of(U):
+        return U + U.T if sym_M else _M(U)
     G = grad_loss(T @ w)
-    gw = T.T @ G + lam * w
+    gw = T.T @ G + l2 * lam * w
     w_new = w - lr * gw
     if sequential:            # the paper's listing read as Gauss-Seidel
         G = grad_loss(T @ w_new)
-        gT = np.outer(G, w_new) + T @ _M(A + damp * mu * c_of(T))
+        gT = np.outer(G, w_new) + T @ M_of(A + damp * mu * c_of(T))
     else:
-        gT = np.outer(G, w) + T @ _M(A + damp * mu * c_of(T))
+        gT = np.outer(G, w) + T @ M_of(A + damp * mu * c_of(T))
     T_new = T - lr * gT
     c = c_of(T_new) if new_c else c_of(T)
+    if gram_A:                # T^T T - I in the multiplier step only
+        c = T_new.T @ T_new - np.eye(T_new.shape[1])
     A_new = A + lr * c if ascent else A - lr * c
     return T_new, w_new, A_new
 
@@ -300,6 +317,18 @@ def _bdmm_diagnose(fn):
             ("the diagonal constraints have the wrong sign: in the paper's "
              "signs c_ii = 1 - t_i^T t_i (and c_ij = t_i^T t_j off it)",
              dict(flipped=True)),
+            ("you use c = T^T T - I: in the paper's signs the diagonal "
+             "entries are c_ii = 1 - t_i^T t_i (the off-diagonal t_i^T t_j "
+             "agree)", dict(gram=True)),
+            ("the multiplier step uses T^T T - I: in the paper's signs "
+             "the diagonal entries are c_ii = 1 - t_i^T t_i, as in the "
+             "T-step", dict(gram_A=True)),
+            ("the constraint part of the T-gradient is T M with M = U + U^T "
+             "off the diagonal but M_ll = -2 U_ll on it (the paper's sign "
+             "of the diagonal constraints); you used U + U^T everywhere",
+             dict(sym_M=True)),
+            ("the w-step misses the l2 term: the gradient in w is "
+             "T^T grad_loss + lam w", dict(l2=0.0)),
         ]
         for message, kw in wrong:
             cand = _step(T, w, A, grad_loss, lam, lr, mu, **kw)
@@ -325,7 +354,8 @@ def check_bdmm_step(fn, *, max_examples=40) -> CheckResult:
     :func:`refimpl.solvers.bdmm` with ``max_iter=1``.  Recognised mistakes:
     the sign of the multiplier step, ``c`` at the old ``T``, a missing or
     mis-scaled damping term, ``w`` updated first (the sequential order),
-    the sign convention of the diagonal constraints.
+    the sign convention of the diagonal constraints (also ``c = T^T T -
+    I`` and ``M = U + U^T`` on the diagonal), a missing ``lam w``.
 
     Derived in: book/06_liferank_bdmm.md#liferank
     """

@@ -62,6 +62,9 @@ def _t_variants(a, b):
          "sample standard deviation: use ddof=1 (divide by n - 1)"),
         ((-t_ok, p_ok), "wrong sign of t: compute the mean of a - b, not "
          "b - a"),
+        ((t_ok / np.sqrt(n), 2 * stats.t.sf(abs(t_ok / np.sqrt(n)), n - 1)),
+         "the sqrt(n) is missing: t divides the mean difference by its "
+         "standard error s_d / sqrt(n), not by s_d"),
     ]
 
 
@@ -81,7 +84,8 @@ def check_paired_t_test(fn) -> CheckResult:
         try:
             t, p = _t_and_p(fn(a.copy(), b.copy()))
         except (TypeError, ValueError):
-            return "your function must return (t, p)"
+            return ("your function must return the pair (t, p), the "
+                    "statistic and the two-sided p-value")
         n = len(a)
         where = f"on {n} queries"
         close = lambda x, y: np.isclose(x, y, rtol=1e-7, atol=1e-12)  # noqa: E731
