@@ -155,6 +155,9 @@ def _print_methods(verbose):
         if verbose:
             print(f"{'':18s} grid: {dict(method.grid)}")
             print(f"{'':18s} fixed: {dict(method.fixed)}")
+            print(textwrap.fill("parameters: " + ", ".join(method.ranges),
+                                initial_indent=" " * 19, subsequent_indent=" " * 31,
+                                width=88))
             print(textwrap.fill(method.grid_source, initial_indent=" " * 19,
                                 subsequent_indent=" " * 19, width=88))
 

@@ -26,6 +26,7 @@ from .pairs import query_sign_grams
 
 __all__ = [
     "IMPORTANCE_FLOOR",
+    "SIGN_CHUNK",
     "TAU_VARIANTS",
     "feature_importance",
     "feature_ndcg",
@@ -233,7 +234,12 @@ def _grouped_ndcg(problem, k):
     return ndcg
 
 
-def kendall_similarity(X, qid=None, *, chunk=1 << 17):
+#: Document pairs whose sign rows :func:`kendall_similarity` builds at once
+#: (its default ``chunk``; the longest query bounds them too).
+SIGN_CHUNK = 1 << 17
+
+
+def kendall_similarity(X, qid=None, *, chunk=SIGN_CHUNK):
     r"""``|tau|`` between the rankings of every two features, averaged over queries.
 
     Kendall's tau-b per query, computed for all feature pairs at once:

@@ -9,6 +9,7 @@ threshold at which every weight vanishes (checked against a brute-force
 gradient and by fitting on both sides of it).
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -24,6 +25,7 @@ from refimpl.data import (
     train_test_split_queries,
 )
 from refimpl.estimators import (
+    all_estimators,
     FSMSVM,
     FenchelRank,
     FSMRank,
@@ -34,23 +36,27 @@ from refimpl.estimators import (
 )
 from refimpl.exceptions import DataError, EmptyModelWarning, ParameterError
 from refimpl.estimators import LifeRank
+from refimpl.estimators._base import COUNT
 from refimpl.features import pearson_importance
 from refimpl.nonconvex import LogPenalty
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1
 
-#: Every public estimator, as built for these small problems.
-ESTIMATORS = {
-    "RankSVM": lambda: RankSVM(),
-    "FenchelRank": lambda: FenchelRank(),
-    "SparseRankSVM": lambda: SparseRankSVM(),
-    "SparseRankSVM-log": lambda: SparseRankSVM(penalty="log"),
-    "FSMRank": lambda: FSMRank(),
-    "GASRanker": lambda: GASRanker(n_features_to_select=3),
-    "FSMSVM": lambda: FSMSVM(n_features_to_select=3),
+#: Settings for these small problems; a public estimator not listed is
+#: built with its defaults (the estimators come from all_estimators()).
+SETTINGS = {
+    "GASRanker": {"n_features_to_select": 3},
+    "FSMSVM": {"n_features_to_select": 3},
     # lam = 0.05 converges within max_iter on these small problems
-    "LifeRank": lambda: LifeRank(n_components=3, lam=0.05, lr=0.5,
-                                 constraint="stiefel"),
+    "LifeRank": {"n_components": 3, "lam": 0.05, "lr": 0.5, "constraint": "stiefel"},
+    "LifeRankPipeline": {"n_components": 3, "lam": 0.05},
+    "LambdaMART": {"n_estimators": 5, "min_child_samples": 1},
+}
+#: Every public estimator, and variants worth testing on their own.
+ESTIMATORS = {
+    **{name: functools.partial(cls, **SETTINGS.get(name, {}))
+       for name, cls in all_estimators()},
+    "SparseRankSVM-log": lambda: SparseRankSVM(penalty="log"),
 }
 NAMES = list(ESTIMATORS)
 
@@ -209,7 +215,8 @@ def test_a_useful_fit_does_not_warn(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptyModelWarning)
         m = quiet_fit(ESTIMATORS[name](), X, y, qid)
-    assert np.any(m.coef_)
+    # a linear model's weights, or the features a tree model splits on
+    assert np.any(getattr(m, "coef_", getattr(m, "feature_importances_", None)))
 
 
 # --------------------------------------------------------------------------
@@ -320,21 +327,20 @@ def test_the_warning_points_at_the_callers_line():
 # Hyper-parameters: one declarative validation, a ParameterError (not DataError)
 # --------------------------------------------------------------------------
 
-#: An integer parameter of each estimator, to be given a bool.
-COUNT_PARAMETER = {
-    "RankSVM": "max_iter", "FenchelRank": "max_iter", "SparseRankSVM": "max_iter",
-    "SparseRankSVM-log": "max_outer", "FSMRank": "max_iter",
-    "GASRanker": "n_features_to_select", "FSMSVM": "n_features_to_select",
-    "LifeRank": "max_iter",
-}
+def count_parameter(est):
+    """A parameter of ``est`` declared an integer >= 1, to be given a bool."""
+    return next(p for p, accepted in est._parameter_constraints.items()
+                if COUNT in accepted)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if any(
+    COUNT in accepted for accepted in ESTIMATORS[n]()._parameter_constraints.values())])
 @pytest.mark.parametrize("value", [True, np.True_, 2.0, 0, "3"])
 def test_integer_parameter_refuses_bools_floats_and_strings(name, value):
     X, y, qid = small()
-    param = COUNT_PARAMETER[name]
-    est = ESTIMATORS[name]().set_params(**{param: value})
+    est = ESTIMATORS[name]()
+    param = count_parameter(est)
+    est.set_params(**{param: value})
     with pytest.raises(ParameterError,
                        match=rf"^The '{param}' parameter of \w+ must be an int in the "
                              r"range \[1, inf\)\. Got .* instead\.$") as info:

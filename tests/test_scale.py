@@ -104,7 +104,7 @@ def test_check_task_reads_the_fold():
     y = rng.integers(0, 3, len(qid))
     part = RankingData(X, y, qid)
     fold = LetorFold(name="t", fold=1, train=part, vali=part, test=part)
-    est = check_task("gas-e", {"n_features": 3}, fold, n_pairs=100,
+    est = check_task("gas-e", {"n_features_to_select": 3}, fold, n_pairs=100,
                      available=16 * GB)
     assert est.terms["data"] == 3 * X.nbytes
     # the longest query (30 documents: 435 document pairs) sizes the sign rows
@@ -137,7 +137,7 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
     """The one-pass tree backend copies a training matrix whose queries are
     not adjacent rows (from ONE_PASS_MIN_BYTES to ONE_PASS_COPY_MAX_BYTES):
     the estimate counts that copy, and check_task finds out which case it is."""
-    from refimpl.losses.squared_hinge import ONE_PASS_MIN_BYTES
+    from refimpl.losses.squared_hinge import ONE_PASS_MIN_BYTES, memory_terms
 
     mid = {"n_docs": 100_000, "n_pairs": 10_000_000, "n_features": 136,
            "max_query": 200, "data_bytes": 3 * 100_000 * 136 * 8}
@@ -147,8 +147,8 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
     _, scattered = estimate_peak("ranksvm", {}, grouped=False, **mid)
     assert "grouped copy" not in grouped
     assert scattered["grouped copy"] == X
-    _, forced = estimate_peak("ranksvm", {"one_pass": False}, grouped=False,
-                              **mid)
+    _, forced = memory_terms(grouped=False, one_pass=False, **{
+        k: mid[k] for k in ("n_docs", "n_pairs", "n_features")})
     assert "grouped copy" not in forced
     _, small = estimate_peak("ranksvm", {}, grouped=False, **SMALL)
     assert "grouped copy" not in small          # below ONE_PASS_MIN_BYTES
@@ -164,3 +164,35 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
         est = check_task("ranksvm", {"backend": "tree"}, fold, n_pairs=10 * n,
                          available=None)
         assert ("grouped copy" in est.terms) == copied
+
+
+# -- the guard asks the estimator (issue 26) ----------------------------------
+
+
+@pytest.mark.parametrize("line_search, extra", [("newton", 0), ("blocks", 0),
+                                                ("pairs", 16), ("auto", 16)])
+def test_fenchelrank_line_search_sets_the_bytes_per_pair(line_search, extra):
+    """Regression: the guard read ``params["linesearch"]``, a key the runner
+    rejects, so it always saw "auto" and added the exact line search's 16
+    bytes a pair even for ``line_search="newton"`` or ``"blocks"``."""
+    _, terms = estimate_peak("fenchelrank", {"backend": "pairs",
+                                             "line_search": line_search}, **SMALL)
+    n_pairs, n_docs = SMALL["n_pairs"], SMALL["n_docs"]
+    assert terms["pairs"] == n_pairs * (BYTES_PER_PAIR + extra) + n_docs * 8 * 8
+
+
+def test_the_guard_reads_the_estimators_memory_model(monkeypatch):
+    """No list of names: what the estimator's ``estimate_memory`` says is
+    what the guard adds up; whether the fit is on the squared hinge is the
+    model's ``hinge_backend`` (LifeRank's RankSVM stage is)."""
+    from refimpl.estimators import LifeRankPipeline, MemoryEstimate, RankSVM
+
+    def model(self, **shape):
+        return MemoryEstimate(backend="x", terms={"probe": 12345})
+
+    monkeypatch.setattr(RankSVM, "estimate_memory", model)
+    backend, terms = estimate_peak("ranksvm", {}, **SMALL)
+    assert backend == "x" and terms["probe"] == 12345
+    monkeypatch.undo()
+    assert LifeRankPipeline(ranker="ranksvm").estimate_memory(
+        n_docs=10, n_pairs=20, n_features=3, max_query=5).hinge_backend == "pairs"

@@ -65,22 +65,25 @@ def data(seed=0, n=90, d=6, n_queries=6):
 #: Every public estimator, small settings, and the number of check_X calls of
 #: one fit: LifeRankPipeline checks its second stage's features X T (new
 #: data) once as well.
-ESTIMATORS = [
-    (E.RankSVM(), 1),
+#: (GAS's feature measures read the fit's problem: feature_ndcg and
+#: kendall_similarity accept it, so they group nothing again.)
+FAST = {
+    "FenchelRank": {"max_iter": 30},
+    "SparseRankSVM": {"max_iter": 200},
+    "FSMRank": {"max_iter": 100},
+    "FSMSVM": {"n_features_to_select": 2, "max_iter": 100},
+    "LifeRank": {"n_components": 2, "max_iter": 20},
+    "LambdaMART": {"n_estimators": 3, "min_child_samples": 1},
+    "LifeRankPipeline": {"n_components": 2, "max_iter": 20},
+    "GASRanker": {"n_features_to_select": 2},
+}
+#: check_X calls beyond the one of fit (LifeRankPipeline's second stage).
+EXTRA_CHECKS = {"LifeRankPipeline": 1}
+ESTIMATORS = [(cls(**FAST.get(name, {})), 1 + EXTRA_CHECKS.get(name, 0))
+              for name, cls in E.all_estimators()] + [
     (E.RankSVM(backend="tree"), 1),
     (E.RankSVM(pairs="adjacent"), 1),
-    (E.FenchelRank(max_iter=30), 1),
-    (E.SparseRankSVM(max_iter=200), 1),
     (E.SparseRankSVM(penalty="log", max_outer=2, max_iter=200), 1),
-    (E.FSMRank(max_iter=100), 1),
-    (E.FSMSVM(n_features_to_select=2, max_iter=100), 1),
-    (E.LifeRank(n_components=2, max_iter=20), 1),
-    (E.LinearRegressionRanker(), 1),
-    (E.LambdaMART(n_estimators=3, min_child_samples=1), 1),
-    (E.LifeRankPipeline(n_components=2, max_iter=20), 2),
-    # GAS's feature measures read the fit's problem (feature_ndcg and
-    # kendall_similarity accept it), so they group nothing again
-    (E.GASRanker(n_features_to_select=2), 1),
 ]
 
 

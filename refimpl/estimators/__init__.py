@@ -25,7 +25,11 @@ Hyper-parameters are declared in each class's ``_parameter_constraints``
 (scikit-learn's vocabulary) and checked by ``fit``; a bad one is a
 :class:`~refimpl.exceptions.ParameterError` naming it, its accepted range and
 the value.  Every estimator passes scikit-learn's ``check_estimator``
-(``tests/test_sklearn_api.py``).
+(``tests/test_sklearn_api.py``), and states its memory model as a
+function of the data's shape (``estimate_memory``, a
+:class:`MemoryEstimate`), which the runner's scale guard asks.
+:func:`all_estimators` lists the public estimators (the tests and the API
+page are generated from it).
 
 Model selection over queries: with scikit-learn's metadata routing on,
 ``qid`` is requested by ``fit`` and ``score`` by default, so ::
@@ -39,6 +43,7 @@ fitted on several queries (``n_queries_in_ > 1``) then refuses to score,
 rather than silently treat the fold as one query.
 """
 
+from ._base import MemoryEstimate
 from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
 from .fenchelrank import FenchelRank
 from .fsmrank import FSMSVM, FSMRank
@@ -56,7 +61,28 @@ __all__ = [
     "LifeRank",
     "LifeRankPipeline",
     "LinearRegressionRanker",
+    "MemoryEstimate",
     "RankSVM",
     "SparseRankSVM",
+    "all_estimators",
     "gas_e",
 ]
+
+
+def all_estimators():
+    """The public estimators of :mod:`refimpl.estimators`, by name.
+
+    Every class of ``__all__`` with a ``fit`` method, in ``__all__``'s
+    order: the test parametrisations (scikit-learn's checks, the edge
+    cases, the validate-once test, the doctests) and the API page are
+    generated from it, so that a new estimator is listed once, here.
+
+    Returns
+    -------
+    list of (str, type)
+
+    Derived in: book/10_running_experiments.md#run-registry
+    """
+    return [(name, obj) for name, obj in
+            ((n, globals()[n]) for n in __all__)
+            if isinstance(obj, type) and hasattr(obj, "fit")]

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import (
+from sklearn.utils.validation import check_is_fitted
+
+from .._compat.sklearn_params import (
     Interval,
     InvalidParameterError,
     Options,
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.validation import check_is_fitted
-
 from .._validation import validate_X
 from ..exceptions import DataError, EmptyModelWarning, ParameterError
+from ..losses.squared_hinge import memory_terms as _hinge_memory_terms
 from ..metrics import mean_ndcg
 from ..solvers._finite import check_predictions
 
@@ -60,6 +62,50 @@ def options(values):
     if any(v is False for v in values):
         out.append(Options(bool, {False}))
     return out
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What a fit allocates beyond the data: an estimator's memory model.
+
+    Returned by the ``estimate_memory`` method of every estimator of
+    :mod:`refimpl.estimators`, which the scale guard
+    (:func:`refimpl.experiments.scale.check_scale`) asks instead of
+    keeping lists of method names.
+
+    Attributes
+    ----------
+    backend : str
+        What the runner records as the task's backend: the squared hinge's
+        (``"tree"``, ``"pairs"``, ``"numpy"``), ``"pairs (logistic)"``,
+        both joined by ``" + "``, or ``"-"``.
+    terms : dict of str to int
+        Bytes by part (the scale guard adds the process, the data and the
+        runner's own arrays).
+    hinge_backend : str or None
+        The backend of the pairwise squared hinge when the fit uses it (the
+        scale guard refuses forced explicit pairs where the tree applies).
+
+    Derived in: book/10_running_experiments.md#run-scale-guard
+    """
+
+    backend: str = "-"
+    terms: dict = field(default_factory=dict)
+    hinge_backend: str | None = None
+
+
+def squared_hinge_memory(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
+                         which="all", extra_bytes_per_pair=0, terms=None):
+    """:class:`MemoryEstimate` of a fit on the pairwise squared hinge.
+
+    The loss's own terms (:func:`refimpl.losses.squared_hinge.memory_terms`)
+    plus the estimator's ``terms``.
+    """
+    hinge, own = _hinge_memory_terms(
+        n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+        backend=backend, which=which, extra_bytes_per_pair=extra_bytes_per_pair)
+    return MemoryEstimate(backend=hinge, terms={**own, **(terms or {})},
+                          hinge_backend=hinge)
 
 
 class _ValidatedParams:

@@ -14,9 +14,9 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._compat.sklearn_params import StrOptions
 from .._validation import (
     RankingProblem,
     check_labels,
@@ -27,6 +27,7 @@ from .._validation import (
     reset_fitted,
     validate_X,
 )
+from ..losses.logistic import logistic_pair_bytes
 from ._base import (
     COUNT,
     NONNEG_INT,
@@ -34,7 +35,9 @@ from ._base import (
     POSITIVE,
     SEED,
     _Interval,
+    MemoryEstimate,
     _Ranker,
+    squared_hinge_memory,
 )
 from .liferank import LifeRank
 from .ranksvm import RankSVM
@@ -86,6 +89,16 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
     intercept_ : float
     """
 
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: scikit-learn centres a copy of ``X``;
+        ``lstsq`` copies it again (gelsd).
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return MemoryEstimate(terms={"method": 2 * n_docs * n_features * 8})
+
     def fit(self, X, y, qid=None):
         """Least-squares fit on ``(X, y)``; returns ``self``."""
         self._validate_params()
@@ -103,7 +116,7 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
 
     def predict(self, X):
         """Scores ``X @ coef_`` (the intercept does not change a ranking)."""
-        check_is_fitted(self)
+        check_is_fitted(self, "coef_")
         X = validate_X(self, X, reset=False)
         return np.asarray(X @ self.coef_).ravel()
 
@@ -149,6 +162,16 @@ class LambdaMART(_Ranker, BaseEstimator):
         self.min_child_samples = min_child_samples
         self.random_state = random_state
 
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: ``X`` reordered by query, LightGBM's binned
+        copy and its own buffers.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return MemoryEstimate(terms={"method": n_docs * n_features * (8 + 4)})
+
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         from lightgbm import LGBMRanker
@@ -174,7 +197,7 @@ class LambdaMART(_Ranker, BaseEstimator):
 
     def predict(self, X):
         """Scores of the boosted trees."""
-        check_is_fitted(self)
+        check_is_fitted(self, "model_")
         X = validate_X(self, X, reset=False)
         return np.asarray(self.model_.predict(X), dtype=np.float64)
 
@@ -227,6 +250,24 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: LifeRank's logistic pairs, then the
+        ranker's (RankSVM: the squared hinge).
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        logistic = {"logistic pairs": logistic_pair_bytes(n_docs, n_pairs,
+                                                   self.n_components)}
+        if self.ranker != "ranksvm":
+            return MemoryEstimate(backend="pairs (logistic)", terms=logistic)
+        stage = squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            terms=logistic)
+        return MemoryEstimate(backend=f"pairs (logistic) + {stage.backend}",
+                              terms=stage.terms, hinge_backend=stage.hinge_backend)
+
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
         self._validate_params()
@@ -255,6 +296,6 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
 
     def predict(self, X):
         """Scores ``X T v``."""
-        check_is_fitted(self)
+        check_is_fitted(self, "coef_")
         X = validate_X(self, X, reset=False)
         return np.asarray(X @ self.coef_).ravel()

@@ -15,8 +15,9 @@ from ._base import (
     COUNT,
     POSITIVE,
     _LinearRanker,
-    _warn_empty,
     options,
+    squared_hinge_memory,
+    _warn_empty,
 )
 
 __all__ = ["FenchelRank"]
@@ -105,6 +106,19 @@ class FenchelRank(_LinearRanker):
         self.backend = backend
         self.line_search = line_search
         self.variant = variant
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the squared hinge's, and the exact line
+        search's breakpoints (16 bytes a pair) on explicit pairs.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        breakpoints = 16 if self.line_search in ("auto", "pairs") else 0
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            backend=self.backend, extra_bytes_per_pair=breakpoints)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

@@ -27,10 +27,11 @@ from ._base import (
     COUNT,
     NONNEGATIVE,
     POSITIVE,
-    _grad_at_zero,
     _LinearRanker,
-    _warn_empty,
+    _grad_at_zero,
     options,
+    squared_hinge_memory,
+    _warn_empty,
 )
 from .ranksvm import _TwoStage
 
@@ -42,6 +43,11 @@ _IMPORTANCES = ("pearson", "uniform")
 #: :func:`refimpl.solvers.apg`'s gradient mapping, or the paper's fixed T.
 FSMRANK_STOPS = ("relative_change", "gradient_mapping", "max_iter")
 _SIMILARITIES = ("pearson", "identity")
+
+
+def _pearson_bytes(n_docs, n_features):
+    """Pearson statistics: a centred copy of ``X``; the lifted 2d problem, O(d^2)."""
+    return n_docs * n_features * 8 + 16 * n_features ** 2 * 8
 
 
 class FSMRank(_LinearRanker):
@@ -179,6 +185,18 @@ class FSMRank(_LinearRanker):
         penalty = NonNegWeightedL1(float(self.lambda2) / lift_importance(s))
         return loss, smooth, penalty, s, A, projected, min_eig
 
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the squared hinge's, and the Pearson
+        statistics (a centred copy of ``X``; the lifted 2d problem is O(d^2)).
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            backend=self.backend, terms={"method": _pearson_bytes(n_docs, n_features)})
+
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
 
@@ -304,6 +322,18 @@ class FSMSVM(_TwoStage):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: FSMRank's stage and the RankSVM stage on the
+        squared hinge.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            terms={"method": _pearson_bytes(n_docs, n_features)})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""

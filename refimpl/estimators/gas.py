@@ -8,11 +8,12 @@ import numpy as np
 
 from .._validation import check_X, ranking_problem
 from ..exceptions import ParameterError
-from ..features import feature_ndcg, gas_select, kendall_similarity
+from ..features import SIGN_CHUNK, feature_ndcg, gas_select, kendall_similarity
 from ._base import (
     COUNT,
     NONNEGATIVE,
     POSITIVE,
+    squared_hinge_memory,
 )
 from .ranksvm import _TwoStage
 
@@ -129,6 +130,21 @@ class GASRanker(_TwoStage):
         self.n_features_to_select = n_features_to_select
         self.c = c
         self.C = C
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the RankSVM stage's squared hinge, and
+        Kendall's similarity: two gathered blocks of document pairs, their
+        difference, its sign, and d x d Gram matrices.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        rows = min(SIGN_CHUNK, max_query * (max_query - 1) // 2)
+        method = 4 * rows * n_features * 8 + 8 * n_features ** 2 * 8
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            terms={"method": method})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""

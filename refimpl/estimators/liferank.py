@@ -24,6 +24,7 @@ from .._validation import (
     validate_X,
 )
 from ..losses import LifeRankObjective, PairwiseLogistic
+from ..losses.logistic import logistic_pair_bytes
 from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_message
 from ..solvers.bdmm import UPDATES
 from ..solvers.liferank import CONSTRAINTS, liferank_solve
@@ -33,8 +34,9 @@ from ._base import (
     NONNEGATIVE,
     POSITIVE,
     SEED,
-    _check_at_most,
+    MemoryEstimate,
     _Ranker,
+    _check_at_most,
     options,
 )
 
@@ -154,6 +156,16 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         if self.init == "orthonormal":
             T0 = stiefel_retraction(T0, "polar")
         return T0
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the pairwise logistic loss's explicit pairs.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return MemoryEstimate(backend="pairs (logistic)", terms={
+            "logistic pairs": logistic_pair_bytes(n_docs, n_pairs, self.n_components)})
 
     def fit(self, X, y, qid=None):
         """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``.

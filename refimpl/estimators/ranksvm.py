@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from sklearn.utils._param_validation import StrOptions
 
+from .._compat.sklearn_params import StrOptions
 from .._validation import check_fit_input, reset_fitted
 from ..losses import L2Regularized, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
@@ -16,10 +16,11 @@ from ..solvers.tron import tron
 from ._base import (
     COUNT,
     POSITIVE,
-    _check_at_most,
     _LinearRanker,
-    _warn_empty,
+    _check_at_most,
     options,
+    squared_hinge_memory,
+    _warn_empty,
 )
 
 #: Structures of the tree backend (see :class:`refimpl.losses.PairwiseSquaredHinge`).
@@ -102,6 +103,17 @@ class RankSVM(_LinearRanker):
         self.tree_method = tree_method
         self.pairs = pairs
         self.verbose = verbose
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the squared hinge's.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            backend=self.backend, which=self.pairs)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

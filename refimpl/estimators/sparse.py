@@ -7,6 +7,7 @@ penalties by reweighted l1.
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import ClassVar
 
 import numpy as np
@@ -28,12 +29,13 @@ from ._base import (
     COUNT,
     NONNEGATIVE,
     POSITIVE,
-    REAL,
+    _Interval,
+    _LinearRanker,
     _grad_at_zero,
     _l1_null_C,
-    _LinearRanker,
-    _warn_empty,
     options,
+    squared_hinge_memory,
+    _warn_empty,
 )
 
 __all__ = ["NONCONVEX_PENALTIES", "SOLVERS", "SPARSE_PENALTIES", "SparseRankSVM",
@@ -194,11 +196,12 @@ class SparseRankSVM(_LinearRanker):
         "C": [POSITIVE],
         "penalty": options(tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES),
         "weights": ["array-like", None],
-        "eps": [REAL, None],
-        "gamma": [REAL],
-        "p": [REAL],
-        "a": [REAL],
-        "lam": [REAL, None],
+        # the penalties' domains (refimpl.nonconvex checks them again)
+        "eps": [POSITIVE, None],
+        "gamma": [POSITIVE],
+        "p": [_Interval(Real, 0, 1, closed="neither")],
+        "a": [_Interval(Real, 2, None, closed="neither")],
+        "lam": [POSITIVE, None],
         "max_outer": [COUNT],
         "tol_outer": [NONNEGATIVE],
         "warm_start": ["boolean"],
@@ -254,6 +257,17 @@ class SparseRankSVM(_LinearRanker):
         smooth = ScaledSmooth(loss, float(self.C))
         penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
         return loss, smooth, penalty
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+        """Memory of a fit on data of this shape: the squared hinge's.
+
+        The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
+        ``n_pairs``: preference pairs, ``max_query``: documents of the
+        longest query, ``grouped``: each query's rows adjacent).
+        """
+        return squared_hinge_memory(
+            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
+            backend=self.backend)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

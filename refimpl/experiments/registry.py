@@ -1,10 +1,15 @@
 """The methods the experiment runner knows: one :class:`Method` entry each.
 
-An entry says how to build the estimator from a parameter setting, which
-grid the paper searched, which validation metric the paper selected by,
-and how to read the features a fitted model uses.  Adding a method is one
-call of :func:`register`; the runner, the command line and the chapter
-pick it up from :data:`METHODS`.
+An entry says which estimator the method is, which grid the paper
+searched, which validation metric the paper selected by, and how to read
+the features a fitted model uses.  The estimator is the one place a
+method's parameters are declared: the entry's ``ranges`` (the values the
+runner checks before any fit, and the parameters the command line accepts)
+are derived from the estimator's ``_parameter_constraints``, and the scale
+guard asks the estimator's ``estimate_memory``.  Adding a method is one
+call of :func:`register` (CONTRIBUTING.md walks through one); the runner,
+the command line, the scale guard and the chapter pick it up from
+:data:`METHODS`.
 
 Where a paper does not state a grid (FSMRank, RankSVM-l1, the non-convex
 penalties, LambdaMART) the entry's ``grid_source`` says so and what was
@@ -15,8 +20,10 @@ Derived in: book/08_side_by_side.md#side-by-side
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
+from numbers import Integral
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +41,7 @@ from ..estimators import (
     RankSVM,
     SparseRankSVM,
 )
+from .._compat.sklearn_params import Interval, Options, make_constraint
 from ..exceptions import DataError
 
 __all__ = [
@@ -41,6 +49,7 @@ __all__ = [
     "SELECTION_METRICS",
     "Method",
     "ParamRange",
+    "ranges_from_constraints",
     "expand_grid",
     "get_method",
     "register",
@@ -62,8 +71,9 @@ class ParamRange:
     The runner checks every grid value against its method's ranges before
     any fit starts (:func:`refimpl.experiments.runner.validate_config`), so
     that ``C = -1`` is a configuration error naming the parameter and the
-    accepted range, not a failure of every task at fit time.  The ranges
-    repeat what each estimator checks when it is fitted.
+    accepted range, not a failure of every task at fit time.  A method's
+    ranges are derived from its estimator's ``_parameter_constraints``
+    (:func:`ranges_from_constraints`): they are what ``fit`` checks.
 
     Derived in: book/08_side_by_side.md#side-by-side
 
@@ -133,11 +143,72 @@ class ParamRange:
         return what
 
 
-#: Shorthands for the ranges below.
-_POSITIVE = ParamRange("real", 0.0)
-_NONNEGATIVE = ParamRange("real", 0.0, closed="left")
-_COUNT = ParamRange("integer", 1, closed="left")
-_SEED = ParamRange("integer", 0, closed="left")
+@dataclass(frozen=True)
+class AnyOf:
+    """Values accepted by any of several ranges (``[POSITIVE, None]``, say)."""
+
+    parts: tuple
+
+    def contains(self, value) -> bool:
+        """Whether one of the parts accepts ``value``."""
+        return any(part.contains(value) for part in self.parts)
+
+    def describe(self) -> str:
+        """The parts' descriptions joined by "or"."""
+        return " or ".join(part.describe() for part in self.parts)
+
+
+@dataclass(frozen=True)
+class _Other:
+    """A scikit-learn constraint without a :class:`ParamRange` form (a type, "boolean")."""
+
+    constraint: Any
+
+    def contains(self, value) -> bool:
+        return bool(make_constraint(self.constraint).is_satisfied_by(value))
+
+    def describe(self) -> str:
+        return str(make_constraint(self.constraint))
+
+
+def _as_range(constraint):
+    if constraint is None:
+        return _Other(None)
+    if isinstance(constraint, Interval):
+        kind = "integer" if constraint.type is Integral else "real"
+        return ParamRange(
+            kind, -math.inf if constraint.left is None else constraint.left,
+            math.inf if constraint.right is None else constraint.right,
+            closed=constraint.closed)
+    if isinstance(constraint, Options):
+        return ParamRange("choice", choices=tuple(sorted(constraint.options, key=repr)))
+    return _Other(constraint)
+
+
+def ranges_from_constraints(constraints):
+    """The runner's ranges of an estimator's ``_parameter_constraints``.
+
+    Each parameter's list of scikit-learn constraints becomes a
+    :class:`ParamRange` (an interval, a set of options, ``None``) or, for
+    several, an :class:`AnyOf` of them, so that the runner checks grid
+    values against exactly what the estimator's ``fit`` accepts and names
+    the accepted values as it does (e.g. "an integer >= 1").
+
+    Derived in: book/08_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    constraints : dict of str to list
+
+    Returns
+    -------
+    dict of str to ParamRange or AnyOf
+    """
+    out = {}
+    for name, accepted in dict(constraints).items():
+        parts = tuple(_as_range(c) for c in accepted)
+        out[name] = parts[0] if len(parts) == 1 else AnyOf(parts)
+    return out
 
 
 def _coef(estimator):
@@ -155,9 +226,12 @@ class Method:
     ----------
     name : str
         Command-line name, e.g. ``"fenchelrank"``.
-    factory : callable
-        ``factory(**fixed, **params)`` returns an unfitted estimator with
-        ``fit(X, y, qid)`` and ``predict(X)``.
+    factory : type or callable
+        The estimator class (or a callable): ``factory(**fixed, **params)``
+        returns an unfitted estimator with ``fit(X, y, qid)`` and
+        ``predict(X)``.  A class's ``_parameter_constraints`` give the
+        entry's ``ranges``, its ``estimate_memory`` the scale guard's
+        estimate.
     grid : dict of str to list
         The paper's hyper-parameter grid (every combination is fitted).
     selection_metric : str
@@ -187,9 +261,11 @@ class Method:
     description : str
         One line for ``python -m refimpl methods``.
     ranges : dict of str to ParamRange, optional
-        Accepted values of the grid and fixed parameters, checked before any
-        fit; a parameter without an entry only has to be a finite number
-        when it is a float.
+        Accepted values of the parameters, checked before any fit, beyond
+        (or narrowing) those derived from the estimator's
+        ``_parameter_constraints`` (:func:`ranges_from_constraints`); after
+        construction, ``ranges`` holds both.  A parameter without a range
+        only has to be a finite number when it is a float.
     """
 
     name: str
@@ -205,6 +281,22 @@ class Method:
     support: Callable[[Any], np.ndarray] | None = None
     description: str = ""
     ranges: Mapping[str, ParamRange] = field(default_factory=dict)
+
+    def __post_init__(self):
+        derived = ranges_from_constraints(
+            getattr(self.factory, "_parameter_constraints", None) or {})
+        object.__setattr__(self, "ranges", {**derived, **dict(self.ranges)})
+
+    @property
+    def defaults(self) -> dict:
+        """The estimator's parameters and their defaults, ``fixed`` applied."""
+        try:
+            signature = inspect.signature(self.factory)
+        except (TypeError, ValueError):
+            return dict(self.fixed)
+        out = {p.name: p.default for p in signature.parameters.values()
+               if p.default is not inspect.Parameter.empty}
+        return {**out, **dict(self.fixed)}
 
     @property
     def params(self) -> tuple:
@@ -279,6 +371,13 @@ def register(method, *, replace=False):
             f"method {method.name!r}: selection_metric must be one of "
             f"{', '.join(SELECTION_METRICS)}; got {method.selection_metric!r}"
         )
+    declared = getattr(method.factory, "_parameter_constraints", None)
+    if declared is not None:
+        unknown = [p for p in [*method.grid, *method.fixed] if p not in declared]
+        if unknown:
+            raise DataError(
+                f"method {method.name!r}: {method.factory.__name__} has no "
+                f"parameter {unknown[0]!r}; its parameters: {', '.join(declared)}")
     for param, allowed in dict(method.ranges).items():
         values = list(method.grid.get(param, []))
         if param in method.fixed:
@@ -313,10 +412,6 @@ def get_method(name):
         ) from None
 
 
-def _liferank(**kw):
-    return LifeRankPipeline(**kw)
-
-
 def _lambdamart_support(fitted):
     return fitted.feature_importances_ > 0
 
@@ -326,57 +421,14 @@ def _lambdamart_support(fitted):
 # --------------------------------------------------------------------------
 
 
-def _ranksvm(**kw):
-    return RankSVM(**kw)
-
-
-def _fenchelrank(**kw):
-    return FenchelRank(**kw)
-
-
-def _fsmrank(**kw):
-    return FSMRank(**kw)
-
-
-def _gas_e(**kw):
-    return GASRanker(**kw)
-
-
-def _fsmsvm(**kw):
-    return FSMSVM(**kw)
-
-
-def _sparse_ranksvm(**kw):
-    return SparseRankSVM(**kw)
-
-
-def _linreg(**kw):
-    return LinearRegressionRanker(**kw)
-
-
-def _lambdamart(**kw):
-    return LambdaMART(**kw)
-
-
 _POW2 = [2.0 ** e for e in range(-15, 11)]
 #: C grid of the sparse RankSVMs: Laporte et al. tune C "on a grid" without
 #: listing it; six decades around the values where RankSVM-l1 goes from one
 #: feature to all of them on MQ2008.
 _SPARSE_C = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
 _SELECT_T = [5, 10, 15, 20, 25, 30, 35, 40]
-#: Ranges of SparseRankSVM's parameters (its own checks at fit time; the
-#: penalties' parameters as in refimpl.nonconvex).  "weighted_l1" is not
-#: offered: its weights cannot be given on a grid.
-_SPARSE_RANGES = {
-    "C": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT, "max_outer": _COUNT,
-    "penalty": ParamRange("choice", choices=("l1", "log", "mcp", "lp", "scad")),
-    "eps": _POSITIVE, "gamma": _POSITIVE,
-    "p": ParamRange("real", 0.0, 1.0),
-    "solver": ParamRange("choice", choices=("fista", "newton")),
-}
-
 register(Method(
-    name="ranksvm", factory=_ranksvm,
+    name="ranksvm", factory=RankSVM,
     grid={"C": _POW2}, reduced_grid={"C": [2.0 ** -5, 1.0]},
     selection_metric="MeanNDCG", linear=True, paper="lee2014largescale",
     grid_source="Lee & Lin (2014), Section 4.4: C in {2^-15, ..., 2^10}, "
@@ -389,10 +441,9 @@ register(Method(
     # than 1e-6).
     fixed={"tol": 1e-4},
     description="L2-loss linear RankSVM, TRON with order-statistic trees",
-    ranges={"C": _POSITIVE, "tol": _POSITIVE},
 ))
 register(Method(
-    name="fenchelrank", factory=_fenchelrank,
+    name="fenchelrank", factory=FenchelRank,
     grid={"r": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]},
     reduced_grid={"r": [1.0, 2.0]},
     selection_metric="NDCG@10", linear=True, paper="lai2013fenchelrank",
@@ -408,14 +459,9 @@ register(Method(
     # fenchelrank:line_search=pairs` runs that loop.
     fixed={"tol": 1e-3, "max_iter": 1000},
     description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
-    ranges={"r": _POSITIVE, "tol": _POSITIVE, "max_iter": _COUNT,
-            "variant": ParamRange("choice", choices=(
-                "paper", "pairwise", "away", "face_newton")),
-            "line_search": ParamRange("choice", choices=(
-                "auto", "blocks", "pairs", "newton"))},
 ))
 register(Method(
-    name="fsmrank", factory=_fsmrank,
+    name="fsmrank", factory=FSMRank,
     grid={"lambda1": [0.01, 0.1, 1.0], "lambda2": [1e-4, 1e-3, 1e-2]},
     reduced_grid={"lambda1": [0.1], "lambda2": [1e-3]},
     selection_metric="NDCG@10", linear=True, paper="lai2013fsmrank",
@@ -425,11 +471,9 @@ register(Method(
                 "Laporte et al. confirm for both)",
     fixed={"tol": 1e-4, "max_iter": 400},
     description="similarity + importance-weighted l1 (FSMRank), FISTA",
-    ranges={"lambda1": _NONNEGATIVE, "lambda2": _NONNEGATIVE,
-            "tol": _POSITIVE, "max_iter": _COUNT},
 ))
 register(Method(
-    name="gas-e", factory=_gas_e,
+    name="gas-e", factory=GASRanker,
     grid={"n_features_to_select": _SELECT_T},
     reduced_grid={"n_features_to_select": [10]},
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
@@ -437,10 +481,9 @@ register(Method(
                 "by validation MAP (values of t: ours, 5..40 by 5)",
     fixed={"c": 0.01, "C": 1.0},
     description="GAS feature selection, then RankSVM (GAS-E)",
-    ranges={"n_features_to_select": _COUNT, "c": _NONNEGATIVE, "C": _POSITIVE},
 ))
 register(Method(
-    name="fsmsvm", factory=_fsmsvm,
+    name="fsmsvm", factory=FSMSVM,
     grid={"n_features_to_select": _SELECT_T},
     reduced_grid={"n_features_to_select": [10]},
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
@@ -449,9 +492,6 @@ register(Method(
                 "lambda1 = 0.1, lambda2 = 1e-3",
     fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
     description="top-t FSMRank features, then RankSVM (FSMSVM)",
-    ranges={"n_features_to_select": _COUNT, "lambda1": _NONNEGATIVE,
-            "lambda2": _NONNEGATIVE, "C": _POSITIVE, "tol": _POSITIVE,
-            "max_iter": _COUNT},
 ))
 # The sparse RankSVMs run proximal Newton (solver="newton"), whose stop
 # certifies FISTA's gradient-mapping test at the same tol, instead of the
@@ -465,7 +505,7 @@ register(Method(
 # within 4.3e-3 (a stationary point of the non-convex problem whose inner
 # problems are solved exactly).
 register(Method(
-    name="ranksvm-l1", factory=_sparse_ranksvm,
+    name="ranksvm-l1", factory=SparseRankSVM,
     grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-4, 1e-3]},
     selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
     grid_source="Laporte et al. (2014), Section V-C: C on a grid (not "
@@ -473,14 +513,13 @@ register(Method(
     fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000, "solver": "newton"},
     description="l1-regularised L2-loss RankSVM, proximal Newton (RankSVM-l1; "
                 "FISTA's stopping test certified)",
-    ranges=_SPARSE_RANGES,
 ))
 for _pen, _kw, _what in (
         ("log", {"eps": 0.1}, "log penalty, epsilon = 0.1"),
         ("mcp", {"gamma": 2.0}, "MCP, gamma = 2"),
         ("lp", {"p": 0.5}, "l_p penalty, p = 0.5")):
     register(Method(
-        name=f"ranksvm-{_pen}", factory=_sparse_ranksvm,
+        name=f"ranksvm-{_pen}", factory=SparseRankSVM,
         grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-3]},
         selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
         grid_source=f"Laporte et al. (2014), Section V-C: {_what} (the paper's "
@@ -489,11 +528,10 @@ for _pen, _kw, _what in (
         fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000,
                "max_outer": 30, "solver": "newton"},
         description=f"RankSVM with the non-convex {_what} (reweighted l1)",
-        ranges=_SPARSE_RANGES,
     ))
 for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression")):
     register(Method(
-        name=f"liferank-{_second}", factory=_liferank,
+        name=f"liferank-{_second}", factory=LifeRankPipeline,
         grid={"n_components": [5, 10, 15, 20]},
         reduced_grid={"n_components": [5]},
         selection_metric="MAP", linear=True, paper="pandey2018liferank",
@@ -504,20 +542,16 @@ for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression"))
         fixed={"ranker": _second, "C": 1.0, "lam": 1e-3, "lr": 0.1,
                "max_iter": 1000, "random_state": 0},
         description=f"LifeRank feature extraction, then {_label}",
-        ranges={"n_components": _COUNT,
-                "ranker": ParamRange("choice", choices=("ranksvm", "linreg")),
-                "C": _POSITIVE, "lam": _NONNEGATIVE, "lr": _POSITIVE,
-                "max_iter": _COUNT, "random_state": _SEED},
     ))
 register(Method(
-    name="linreg", factory=_linreg, grid={}, reduced_grid={},
+    name="linreg", factory=LinearRegressionRanker, grid={}, reduced_grid={},
     selection_metric="MAP", linear=True, paper="pandey2018liferank",
     grid_source="Pandey et al. (2018), Section 5.3: pointwise linear "
                 "regression baseline (no hyper-parameter)",
     description="ordinary least squares on the labels (pointwise)",
 ))
 register(Method(
-    name="lambdamart", factory=_lambdamart,
+    name="lambdamart", factory=LambdaMART,
     grid={"n_estimators": [100, 300], "num_leaves": [7, 31],
           "learning_rate": [0.05, 0.1]},
     reduced_grid={"n_estimators": [50], "num_leaves": [7],
@@ -528,7 +562,4 @@ register(Method(
     fixed={"min_child_samples": 20, "random_state": 0},
     support=_lambdamart_support,
     description="LightGBM LambdaMART (non-linear reference)",
-    ranges={"n_estimators": _COUNT, "learning_rate": _POSITIVE,
-            "num_leaves": ParamRange("integer", 2, closed="left"),
-            "min_child_samples": _SEED, "random_state": _SEED},
 ))

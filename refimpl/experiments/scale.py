@@ -7,10 +7,10 @@ and an estimate of the task's peak resident memory.  It raises
 :class:`ScaleError`, naming the method, the estimate, the available memory
 and the reason, when
 
-* a method on the pairwise squared hinge (RankSVM, FenchelRank, FSMRank,
-  the sparse RankSVMs, and the RankSVM stages of GAS-E, FSMSVM and the
-  LifeRank pipelines) would build explicit pair arrays where the tree
-  backend applies and the arrays are larger than
+* a method on the pairwise squared hinge (its estimator's memory model
+  says so: :attr:`refimpl.estimators.MemoryEstimate.hinge_backend`)
+  would build explicit pair arrays where the tree backend applies and the
+  arrays are larger than
   ``refimpl.losses.squared_hinge.AUTO_MAX_PAIR_BYTES`` (``backend=
   "pairs"`` or ``"numpy"`` forced at that size): Lee & Lin's tree computes
   the same loss in O(l) memory, so the pairs are never needed;
@@ -18,12 +18,19 @@ and the reason, when
   (``MemAvailable`` of ``/proc/meminfo``, else ``psutil``), so that the
   task fails with that message instead of being killed mid-fit.
 
-The estimates are upper bounds built from what each method allocates,
-term by term (see :func:`estimate_peak`), with constants measured on
+The guard keeps no list of methods: it builds the task's estimator from
+the registry (:func:`refimpl.experiments.registry.get_method`) and asks
+its memory model, ``estimator.estimate_memory(n_docs=..., n_pairs=...,
+n_features=..., max_query=..., grouped=...)`` (a
+:class:`refimpl.estimators.MemoryEstimate`), then adds the process, the
+data and the runner's own arrays.  The estimates are upper bounds built
+from what each method allocates, term by term, with constants measured on
 generated MSLR-WEB10K-shaped data (``benchmarks/bench_mslr_scale.py``
 prints estimate and measured peak side by side).  LifeRank's pairwise
 logistic loss has no tree backend: it keeps its explicit pairs, 16 bytes
-each, and the guard counts them.
+each, and its memory model counts them.  An estimator without
+``estimate_memory`` (a method registered from outside the package) is
+counted as two copies of the training matrix.
 
 Derived in: book/08_side_by_side.md#side-by-side
 """
@@ -32,23 +39,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..estimators import MemoryEstimate
 from ..exceptions import DataError
-from ..losses.squared_hinge import (
-    AUTO_MAX_PAIR_BYTES,
-    BYTES_PER_PAIR,
-    ONE_PASS_COPY_MAX_BYTES,
-    ONE_PASS_MIN_BYTES,
-    choose_backend,
-)
+from ..losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR
+from .registry import get_method
 
 __all__ = [
     "MEMORY_FRACTION",
+    "BASE_BYTES",
     "ScaleError",
     "ScaleEstimate",
     "available_memory",
     "check_scale",
     "check_task",
     "estimate_peak",
+    "memory_model",
 ]
 
 #: Refuse a task whose estimated peak exceeds this fraction of the memory
@@ -58,22 +63,6 @@ MEMORY_FRACTION = 0.8
 #: Resident size of a runner process before the data: interpreter, NumPy,
 #: SciPy, scikit-learn, numba and its compiled kernels (measured ~0.35 GB).
 BASE_BYTES = 600 * 2**20
-#: Per document, the O(l) arrays of the tree backend (order, levels, the sort,
-#: l+-, gradients, scratch: about 16 int64/float64; the sweep record of the
-#: state and of a trial point, 8 more) plus the score vectors of the solvers
-#: (a few more).
-TREE_BYTES_PER_DOC = 32 * 8
-#: Document pairs ``(a, b)`` whose sign rows ``kendall_similarity`` builds at
-#: once (its ``chunk``); the longest query bounds it too.
-SIGN_CHUNK = 1 << 17
-#: Methods on the pairwise squared hinge, and the RankSVM stages of the
-#: two-stage methods (name -> (stages on the squared hinge, extra term)).
-_SQUARED_HINGE = {
-    "ranksvm", "fenchelrank", "fsmrank", "gas-e", "fsmsvm", "ranksvm-l1",
-    "ranksvm-log", "ranksvm-mcp", "ranksvm-lp", "liferank-ranksvm",
-}
-
-
 class ScaleError(DataError):
     """A task would not fit in memory, or would build pairs the tree avoids."""
 
@@ -129,12 +118,26 @@ def available_memory():
     return int(psutil.virtual_memory().available)
 
 
-def _hinge_backend(params, n_docs, n_pairs):
-    backend = str(params.get("backend", "auto"))
-    which = str(params.get("pairs", "all"))
-    if backend == "auto":
-        backend = choose_backend(n_pairs, n_docs, which)
-    return backend
+def memory_model(name, params, *, n_docs, n_pairs, n_features, max_query,
+                 grouped=True):
+    """The memory model of method ``name`` with settings ``params``.
+
+    The registered method's estimator, built with ``params`` (its fixed
+    settings included), answers through its ``estimate_memory``; an
+    estimator without one counts two copies of the training matrix.
+
+    Derived in: book/10_running_experiments.md#run-scale-guard
+
+    Returns
+    -------
+    refimpl.estimators.MemoryEstimate
+    """
+    estimator = get_method(name).build(params)
+    ask = getattr(estimator, "estimate_memory", None)
+    if ask is None:
+        return MemoryEstimate(terms={"method": 2 * n_docs * n_features * 8})
+    return ask(n_docs=n_docs, n_pairs=n_pairs, n_features=n_features,
+               max_query=max_query, grouped=grouped)
 
 
 def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
@@ -146,7 +149,7 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
     name : str
         Registry name of the method.
     params : dict
-        Its settings, fixed ones included.
+        Its settings (the method's fixed ones are added).
     n_docs, n_pairs, n_features : int
         Of the training split (``n_pairs``: preference pairs, all levels).
     max_query : int
@@ -166,46 +169,14 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
     terms : dict of str to int
         ``base``, ``data`` and the method's own terms (bytes).
     """
-    X = n_docs * n_features * 8           # one copy of the training matrix
+    model = memory_model(name, params, n_docs=n_docs, n_pairs=n_pairs,
+                         n_features=n_features, max_query=max_query,
+                         grouped=grouped)
     terms = {"base": BASE_BYTES, "data": int(data_bytes),
              # the runner's ``X != 0`` mask, and the scores of a split
-             "runner": n_docs * n_features + 3 * n_docs * 8}
-    backend = "-"
-    if name in _SQUARED_HINGE:
-        backend = _hinge_backend(params, n_docs, n_pairs)
-        if backend == "tree":
-            terms["tree"] = n_docs * TREE_BYTES_PER_DOC
-            if (not grouped and params.get("one_pass", "auto") == "auto"
-                    and ONE_PASS_MIN_BYTES <= X <= ONE_PASS_COPY_MAX_BYTES):
-                terms["grouped copy"] = X
-        else:
-            per_pair = BYTES_PER_PAIR + (40 if backend == "numpy" else 0)
-            if name == "fenchelrank" and params.get("linesearch", "auto") in ("auto", "pairs"):
-                per_pair += 16            # the exact line search's breakpoints
-            terms["pairs"] = n_pairs * per_pair + n_docs * 8 * 8
-    if name in ("fsmrank", "fsmsvm"):
-        # pearson statistics: a centred copy of X; the lifted 2d problem is O(d)
-        terms["method"] = X + 16 * n_features ** 2 * 8
-    elif name == "gas-e":
-        rows = min(SIGN_CHUNK, max_query * (max_query - 1) // 2)
-        # two gathered row blocks, their difference, its sign; d x d Grams
-        terms["method"] = 4 * rows * n_features * 8 + 8 * n_features ** 2 * 8
-    elif name.startswith("liferank"):
-        k = int(params.get("n_components", 10))
-        # logistic loss: int64 (i, j) per pair, per-document work arrays,
-        # X T and its gradient, the order of the pairs' queries
-        terms["logistic pairs"] = 16 * n_pairs + 8 * n_docs * (4 + 2 * k)
-        if backend == "-":
-            backend = "pairs (logistic)"
-        else:
-            backend = f"pairs (logistic) + {backend}"
-    elif name == "linreg":
-        # scikit-learn centres a copy of X; lstsq copies it again (gelsd)
-        terms["method"] = 2 * X
-    elif name == "lambdamart":
-        # X reordered by query, LightGBM's binned copy and its own buffers
-        terms["method"] = X + n_docs * n_features * 4
-    return backend, terms
+             "runner": n_docs * n_features + 3 * n_docs * 8,
+             **model.terms}
+    return model.backend, terms
 
 
 def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
@@ -233,6 +204,9 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
         available memory; the message names the method, the estimate, the
         available memory and the reason.
     """
+    model = memory_model(name, params, n_docs=n_docs, n_pairs=n_pairs,
+                         n_features=n_features, max_query=max_query,
+                         grouped=grouped)
     backend, terms = estimate_peak(
         name, params, n_docs=n_docs, n_pairs=n_pairs, n_features=n_features,
         max_query=max_query, data_bytes=data_bytes, grouped=grouped)
@@ -245,10 +219,9 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
     avail_text = ("unknown" if available is None
                   else f"{available / 2**30:.2f} GB available")
     pair_bytes = n_pairs * BYTES_PER_PAIR
-    if name in _SQUARED_HINGE and backend in ("pairs", "numpy") \
-            and pair_bytes > AUTO_MAX_PAIR_BYTES:
+    if model.hinge_backend in ("pairs", "numpy") and pair_bytes > AUTO_MAX_PAIR_BYTES:
         raise ScaleError(
-            f"method {name!r} refused at this size: backend={backend!r} would "
+            f"method {name!r} refused at this size: backend={model.hinge_backend!r} would "
             f"build explicit arrays of {n_pairs:,} preference pairs "
             f"({pair_bytes / 2**30:.2f} GB at {BYTES_PER_PAIR} bytes a pair, "
             f"above AUTO_MAX_PAIR_BYTES = {AUTO_MAX_PAIR_BYTES / 2**30:.2f} GB) "

@@ -17,6 +17,17 @@ from ._base import CachedObjective
 LOSS_BACKENDS = ("numba", "direct", "numpy")
 
 
+def logistic_pair_bytes(n_docs, n_pairs, n_components):
+    """Memory of LifeRank's loss beyond the data, in bytes.
+
+    :class:`PairwiseLogistic` has no tree backend: an int64 ``(i, j)`` per
+    preference pair (16 bytes), per-document work arrays, ``X T`` and its
+    gradient (``n_components`` columns each), the order of the pairs'
+    queries.  The estimators' memory model (``estimate_memory``) uses it.
+    """
+    return 16 * n_pairs + 8 * n_docs * (4 + 2 * n_components)
+
+
 class PairwiseLogistic(CachedObjective):
     r"""Mean pairwise logistic loss ``(1/p) sum_P log(1 + exp(-(x_i - x_j)^T v))``.
 

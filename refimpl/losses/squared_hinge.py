@@ -157,6 +157,47 @@ def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
     return "tree"
 
 
+#: Per document, the O(l) arrays of the tree backend (order, levels, the sort,
+#: l+-, gradients, scratch: about 16 int64/float64; the sweep record of the
+#: state and of a trial point, 8 more) plus the score vectors of the solvers
+#: (a few more).
+TREE_BYTES_PER_DOC = 32 * 8
+
+
+def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
+                 which="all", one_pass="auto", extra_bytes_per_pair=0):
+    """The loss's memory beyond the data, by term, and its resolved backend.
+
+    The memory model of :class:`PairwiseSquaredHinge` that the scale guard
+    (:mod:`refimpl.experiments.scale`) adds up, through the estimators'
+    ``estimate_memory``: the tree backend keeps O(documents) arrays
+    (:data:`TREE_BYTES_PER_DOC` each) and, for a dense ``X`` whose queries
+    are not adjacent rows (``grouped=False``) of ``ONE_PASS_MIN_BYTES`` to
+    ``ONE_PASS_COPY_MAX_BYTES``, a query-grouped copy of ``X``; explicit
+    pairs cost :data:`BYTES_PER_PAIR` each (40 more with ``"numpy"``, plus
+    ``extra_bytes_per_pair`` a solver keeps per pair) and eight vectors of
+    the documents.
+
+    Returns
+    -------
+    backend : str
+        ``"tree"``, ``"pairs"`` or ``"numpy"``.
+    terms : dict of str to int
+        Bytes: ``"tree"`` (and ``"grouped copy"``) or ``"pairs"``.
+    """
+    if backend == "auto":
+        backend = choose_backend(n_pairs, n_docs, which)
+    X = n_docs * n_features * 8
+    if backend == "tree":
+        terms = {"tree": n_docs * TREE_BYTES_PER_DOC}
+        if (not grouped and one_pass == "auto"
+                and ONE_PASS_MIN_BYTES <= X <= ONE_PASS_COPY_MAX_BYTES):
+            terms["grouped copy"] = X
+        return backend, terms
+    per_pair = BYTES_PER_PAIR + (40 if backend == "numpy" else 0) + extra_bytes_per_pair
+    return backend, {"pairs": n_pairs * per_pair + n_docs * 8 * 8}
+
+
 class PairwiseSquaredHinge(CachedObjective):
     """Pairwise squared hinge loss with value, gradient and Hessian-vector product.
 
@@ -479,6 +520,23 @@ class PairwiseSquaredHinge(CachedObjective):
         self._grad = None
         self._z = None
         return self._value
+
+    def tree_score_space(self):
+        """The tree state and the rows of ``X`` in its order, or ``None``.
+
+        ``(impl, X_rows)`` with the selection-tree backend: ``impl`` takes
+        score vectors in the order of the rows of ``X_rows`` (the caller's
+        ``X`` on the two-pass path, the query-grouped one on the one-pass
+        path; ``impl.to_rows`` / ``impl.from_rows`` translate when they
+        differ) and offers ``value_dz``, ``value`` + ``adopt`` and
+        ``hess_dz`` (O(l log l) or O(l) each, never touching ``X``).  Lets
+        FenchelRank run its exact line search on the scores alone.
+        ``None`` for the other backends and tree methods.
+        """
+        if self.backend != "tree" or not getattr(self._impl, "can_adopt", False):
+            return None
+        X = self._impl.X if self.one_pass_ else self.X
+        return self._impl, X
 
     def value_at(self, w) -> float:
         """Loss value only, leaving the cached state untouched."""
