@@ -394,9 +394,13 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             "linesearch='newton' or 'auto'"
         )
 
-    if variant != "paper":
+    tree = None
+    if (pairs is None and step == "exact" and linesearch in ("auto", "newton")
+            and hasattr(loss, "tree_score_space")):
+        tree = loss.tree_score_space()
+    if variant != "paper" or tree is not None:
         return _active_set_fw(loss, r, tol, max_iter, linesearch, callback,
-                              variant, pairs)
+                              variant, pairs, tree)
 
     start = time.perf_counter()
     r2 = r * r
@@ -698,6 +702,104 @@ class _ScoreSpace:
         return self.c
 
 
+class _TreeScoreSpace:
+    """Scores ``z = X w`` kept along the steps, for the pair-free tree backend.
+
+    The same role as :class:`_ScoreSpace` without pair arrays: value and
+    score gradient ``dz`` from the tree's sweep over the sorted scores
+    (O(l log l), re-sorted from the last order), the gradient ``X^T dz``
+    (the one pass over ``X`` of an update), Hessian blocks from the
+    tree's ``hess_dz`` (O(l) each), and the exact step by safeguarded
+    Newton on ``phi(t) = L(z + t u)`` (:func:`newton_linesearch`), each
+    evaluation a sweep over ``z + t u`` that never touches ``X``.  The
+    tree's state follows the last evaluated point (``adopt``), so the
+    step's last trial is the next iterate's state: no re-evaluation.
+
+    ``z`` lives in the order of the tree's rows (see
+    :meth:`refimpl.losses.PairwiseSquaredHinge.tree_score_space`).
+    """
+
+    def __init__(self, loss, impl, X):
+        import scipy.sparse as sp
+
+        self.loss = loss
+        self.impl = impl
+        self.sparse = sp.issparse(X)
+        self.X = X.tocsc() if self.sparse else X
+        self.n_docs = X.shape[0]
+        self.scale = float(loss.scale)
+        self._to_rows = getattr(impl, "to_rows", lambda v: v)
+        self._state = None   # (z, unscaled value) of the tree's state
+
+    def columns(self, idx):
+        cols = self.X[:, idx]
+        return cols.toarray() if self.sparse else cols
+
+    def column(self, j):
+        return np.ascontiguousarray(self.columns([j])[:, 0], dtype=np.float64)
+
+    def scores(self, w):
+        """``X w`` in the tree's order (one pass over ``X``)."""
+        return np.array(self._to_rows(self.loss.scores(w)), dtype=np.float64)
+
+    def fresh(self, w):
+        """Value, gradient and scores at ``w`` from the loss itself (fresh ``X w``)."""
+        Lw = float(self.loss.fun(w))
+        gL = np.asarray(self.loss.grad(w), dtype=np.float64)
+        z = np.array(self.impl.z, dtype=np.float64)
+        self._state = (z, Lw / self.scale)
+        return Lw, gL, z
+
+    def value_grad(self, z):
+        if self._state is None or self._state[0] is not z:
+            value, _ = self.impl.value_dz(z)
+            self._state = (z, float(value))
+        grad = np.asarray(self.X.T @ self.impl.dz, dtype=np.float64).ravel()
+        return self.scale * self._state[1], self.scale * grad
+
+    def hessian(self, idx):
+        """Generalised Hessian block ``H_SS`` at the tree's state."""
+        U = np.asfortranarray(self.columns(idx), dtype=np.float64)
+        HU = np.empty_like(U, order="F")
+        for col in range(U.shape[1]):
+            HU[:, col] = self.impl.hess_dz(U[:, col])
+        return self.scale * (U.T @ HU)
+
+    def line_search(self, z, u, dpsi0):
+        """A minimiser ``t`` on [0, 1] of ``L(z + t u)``, ``L'(0) = dpsi0``.
+
+        Returns ``(t, z_new, n_eval)`` with the tree's state at
+        ``z_new = z + t u``.  The state must be at ``z`` on entry.
+        """
+        impl, scale, loss = self.impl, self.scale, self.loss
+        last = {}
+
+        def dphi(t):
+            zt = z + t * u
+            value = impl.value(zt)
+            impl.adopt(zt)
+            last.update(t=t, z=zt, value=float(value))
+            return check_finite(scale * float(impl.dz @ u), "FenchelRank",
+                                "the line-search slope psi'(mu)", loss)
+
+        def d2phi():
+            return check_finite(scale * float(u @ impl.hess_dz(u)),
+                                "FenchelRank",
+                                "the line-search curvature psi''(mu)", loss)
+
+        t, n_eval = newton_linesearch(dphi, d2phi, dpsi0, d2phi())
+        check_finite(t, "FenchelRank", "the step mu", loss)
+        if not last or last["t"] != t:
+            if t == 0.0 and self._state is not None and self._state[0] is z:
+                if last:    # back to the state at z
+                    impl.value(z)
+                    impl.adopt(z)
+                return t, z, n_eval
+            dphi(t)
+        self._state = (last["z"], last["value"])
+        return t, last["z"], n_eval
+
+
 #: Longest Newton step (in units of the Newton direction) the face step's
 #: exact line search considers when no bound of the face is reached first.
 NEWTON_STEP_CAP = 4.0
@@ -749,15 +851,61 @@ def _face_newton(w, gL, H, slack):
     return d, t_max, hit
 
 
+#: Relative tolerance (of ``||g||_inf``) within which the fast variants
+#: treat two vertices' values ``g^T v`` as tied (see :func:`_away_vertex`).
+TIE_RTOL = 1e-10
+
+
+def _greedy_with_ties(g, j, s, ap, am, tie):
+    """The greedy vertex ``s e_j``, ties to a vertex in use, then the smallest index."""
+    top = np.flatnonzero(np.abs(g) >= abs(g[j]) - tie)
+    if len(top) <= 1:
+        return j, s
+    sign = np.where(g[top] >= 0.0, 1.0, -1.0)
+    used = np.where(sign > 0, ap[top] > 0.0, am[top] > 0.0)
+    pick = top[used][0] if np.any(used) else top[0]
+    return int(pick), (1.0 if g[pick] >= 0.0 else -1.0)
+
+
+def _away_vertex(g, ap, am, slack, tie):
+    """``(k, sign, g^T v)`` of the away vertex (``k = -1``: the origin).
+
+    The active vertex with the smallest ``g^T v``; among those within
+    ``tie`` of it the origin, then the smallest index (``+e_k`` first).
+    """
+    cands = []
+    if slack > 0.0:
+        cands.append((0.0, -1, 0.0))
+    for idx in np.flatnonzero(ap > 0.0):
+        cands.append((float(g[idx]), int(idx), 1.0))
+    for idx in np.flatnonzero(am > 0.0):
+        cands.append((float(-g[idx]), int(idx), -1.0))
+    if not cands:
+        return -1, 0.0, math.inf
+    low = min(c[0] for c in cands)
+    val, k, sk = min((c for c in cands if c[0] <= low + tie),
+                     key=lambda c: (c[1], -c[2]))
+    return k, sk, val
+
+
 def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
-                   pairs):
-    """Pairwise / away-step Frank-Wolfe on the l1 ball (see :func:`fenchelrank`)."""
+                   pairs, tree=None):
+    """Pairwise / away-step Frank-Wolfe on the l1 ball (see :func:`fenchelrank`).
+
+    Also Algorithm 1 itself (``variant="paper"``: every step the
+    Frank-Wolfe step) when ``tree`` is the loss's
+    :meth:`~refimpl.losses.PairwiseSquaredHinge.tree_score_space`: then
+    the scores are carried in the tree's order and the exact step is
+    :meth:`_TreeScoreSpace.line_search`.
+    """
     start = time.perf_counter()
     r2 = r * r
     n = int(loss.n_features)
     if linesearch == "auto":
         linesearch = "pairs" if pairs is not None else "newton"
     space = _ScoreSpace(loss, pairs) if linesearch == "pairs" else None
+    if tree is not None:
+        space = _TreeScoreSpace(loss, *tree)
     # weights of the vertices +e_j (ap) and -e_j (am) and of the origin
     ap = np.zeros(n)
     am = np.zeros(n)
@@ -775,6 +923,8 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
     while True:
         if space is not None and not fresh:
             Lw, gL = space.value_grad(z)
+        elif tree is not None:
+            Lw, gL, z = space.fresh(w)
         else:
             Lw = float(loss.fun(w))
             gL = np.asarray(loss.grad(w), dtype=np.float64)
@@ -787,7 +937,8 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
         if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop with the loss itself at w (fresh X w), so that
             # the certificate is Algorithm 1's, free of the drift of z
-            z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
+            if tree is None:
+                z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
             since_refresh = 0
             fresh = True
             continue
@@ -812,28 +963,29 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
                 stacklevel=3,
             )
             break
-        if fresh and space is not None:
+        if fresh and space is not None and tree is None:
             # the loss's evaluation at w replaces the score-space one
             Lw, gL = space.value_grad(z)
         fresh = False
         n_iter += 1
 
-        # away vertex: the active one with the smallest g^T v (origin: 0)
-        k, sk, gv = -1, 0.0, math.inf
-        if slack > 0.0:
-            gv = 0.0
-        for idx in np.flatnonzero(ap > 0.0):
-            if g[idx] < gv:
-                k, sk, gv = int(idx), 1.0, float(g[idx])
-        for idx in np.flatnonzero(am > 0.0):
-            if -g[idx] < gv:
-                k, sk, gv = int(idx), -1.0, float(-g[idx])
+        # away vertex: the active one with the smallest g^T v (origin: 0),
+        # ties (within TIE_RTOL ||g||_inf) to the origin, then the smallest
+        # index; the greedy vertex's ties to one in use, then the smallest
+        # index.  An exact step along s e_j - v leaves g^T (s e_j) = g^T v
+        # up to rounding, so without the rule the next choice would be
+        # decided by rounding (and differ between backends).
+        tie = TIE_RTOL * abs(float(g[j]))
+        j, s = _greedy_with_ties(g, j, s, ap, am, tie)
+        k, sk, gv = _away_vertex(g, ap, am, slack, tie)
         alpha_v = slack if k < 0 else (ap[k] if sk > 0 else am[k])
 
         # the step: kind, direction d (unit segment: w + t d, t in [0, 1])
         on_face = (ap[j] > 0.0) if s > 0 else (am[j] > 0.0)
         kind = "pairwise"
-        if variant == "away":
+        if variant == "paper":
+            kind = "fw"
+        elif variant == "away":
             away_gap = float(g @ w) - gv
             kind = "away" if away_gap > gap and alpha_v < 1.0 else "fw"
         elif k == j and sk == s:
@@ -863,7 +1015,7 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
         elif kind == "fw":
             d = -w
             d[j] += s
-            slope = gap
+            slope = abs(g[j]) - float(g @ w)
         elif kind == "away":
             m = alpha_v / (1.0 - alpha_v)
             d = m * w
@@ -886,11 +1038,14 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
             else:
                 S = np.flatnonzero(d)
                 u = np.asarray(space.columns(S) @ d[S], dtype=np.float64)
-            c = space.exact_step(z, u)
-            check_finite(float(c @ c), "FenchelRank",
-                         "the line-search curvature ||K d||^2", loss)
-            t = float(_k.linesearch_pairs(space.a, c))
-            n_ls = 1
+            if tree is not None:
+                t, z_new, n_ls = space.line_search(z, u, -slope / r2)
+            else:
+                c = space.exact_step(z, u)
+                check_finite(float(c @ c), "FenchelRank",
+                             "the line-search curvature ||K d||^2", loss)
+                t = float(_k.linesearch_pairs(space.a, c))
+                n_ls = 1
         else:
             def dpsi(m, w=w, b=d):
                 wt = w + m * b
@@ -963,8 +1118,11 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
         w = ap - am
         if space is not None:
             since_refresh += 1
-            if since_refresh >= REFRESH_EVERY or kind == "newton":
-                z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
+            if tree is not None and since_refresh < REFRESH_EVERY:
+                z = z_new    # the tree's state is there already
+            elif since_refresh >= REFRESH_EVERY or kind == "newton":
+                z = (space.scores(w) if tree is not None else
+                     np.ascontiguousarray(loss.scores(w), dtype=np.float64))
                 since_refresh = 0
             else:
                 z = z + t * u
