@@ -62,9 +62,10 @@ def check_pair_count(fn) -> CheckResult:
             return (f"missing factor 1/2: you count every pair twice, in "
                     f"both orders ({got_f:g} instead of {ref}) {where}")
         if got_f == l_q * (l_q - 1) / 2 and ref != got_f:
-            return (f"ties counted as pairs: {got_f:g} is the number of all "
-                    f"pairs of documents, {ref} have different labels, "
-                    f"{where}")
+            return (f"ties counted as pairs: you return l_q (l_q - 1) / 2 "
+                    f"= {got_f:g}, the number of all pairs of documents, "
+                    f"but only the {ref} pairs with different labels are "
+                    f"preference pairs, {where}")
         if got_f == ref + same / 2 or got_f == ref + (same - l_q) / 2:
             return (f"ties counted as pairs: you add the pairs with equal "
                     f"labels ({got_f:g} instead of {ref}) {where}")
