@@ -196,3 +196,17 @@ def test_radius_bugs(bug, word):
     res = check_radius_update(lambda *a: radius(*a, bug=bug))
     assert not res.passed
     assert word in res.message, res.message
+
+
+def test_radius_textbook_rule_named():
+    """A fixed factor per case (no quadratic fit) is named as such."""
+    t = tron_mod
+
+    def textbook(delta, snorm, gs, actred, prered):
+        rho = actred / prered
+        if rho < t.eta1:
+            return t.sigma1 * delta
+        return t.sigma3 * delta if rho > t.eta2 else delta
+    res = check_radius_update(textbook)
+    assert not res.passed
+    assert "fixed multiple of Delta" in res.message, res.message

@@ -318,6 +318,16 @@ def _radius(delta, snorm, gs, actred, prered, alpha=None, swap=False,
     return max(delta, min(alpha * snorm, s3 * delta))
 
 
+def _interval(delta, snorm, actred, prered):
+    """The interval the case allows (the chapter's eq-radius, Lee & Lin eq. 37)."""
+    t = _tron_mod
+    if actred < t.eta1 * prered:
+        return t.sigma1 * min(snorm, delta), t.sigma2 * delta
+    if actred < t.eta2 * prered:
+        return t.sigma1 * delta, t.sigma3 * delta
+    return delta, t.sigma3 * delta
+
+
 def _case_name(actred, prered):
     t = _tron_mod
     if actred < t.eta0 * prered:
@@ -383,12 +393,23 @@ def check_radius_update(fn) -> CheckResult:
                     return ("wrong step scale alpha when the fitted "
                             "curvature q = f(w+s) - f(w) - g^T s <= 0: "
                             "alpha = sigma3 then " + where)
+        lo, hi = _interval(delta, snorm, actred, prered)
+        if got < lo * (1 - 1e-12) or got > hi * (1 + 1e-12):
+            return (f"new radius {got:.6g} outside the interval [{lo:.6g}, "
+                    f"{hi:.6g}] that the case allows " + where)
+        if same(lo) or same(hi) or same(delta):
+            return (f"you return {got:.6g}, a fixed multiple of Delta; TRON "
+                    f"takes alpha ||s|| = {ref:.6g} (alpha from the "
+                    "quadratic fit, max(sigma1, -g^T s / (2 q))) clipped "
+                    "into the case's interval " + where)
         return (f"new radius {got:.6g} instead of {ref:.6g} " + where)
 
     # (delta, snorm, gs, actred, prered) with snorm <= delta, gs < 0
     adversarial = [
-        (1.0, 0.5, -1.0, 0.9, 0.6),                  # rho >= eta2
+        # first a case whose right answer and typical wrong ones all lie
+        # inside the interval, so that the first failure is diagnosable
         (1.0, 1.0, -1.0, 0.3, 0.6),                  # eta1 <= rho < eta2
+        (1.0, 0.5, -1.0, 0.9, 0.6),                  # rho >= eta2
         (1.0, 1.0, -1.0, 0.05, 0.6),                 # eta0 <= rho < eta1
         (1.0, 0.8, -1.0, -0.2, 0.6),                 # rejected
         (2.0, 2.0, -1.0, 0.25 * 0.5, 0.5),           # rho == eta1 exactly
