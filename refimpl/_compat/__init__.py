@@ -7,4 +7,7 @@ what to do, and ``tests/test_compat.py`` notices it first.
 
 ``sklearn_params``  scikit-learn's parameter validation
                     (``sklearn.utils._param_validation``)
+``numba_llvm``      numba's code generation (``numba.core.cgutils``,
+                    ``llvmlite.ir``) for the SIMD and double-double kernels
+``loky``            the workers of joblib's reusable loky executor
 """

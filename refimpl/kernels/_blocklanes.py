@@ -22,11 +22,9 @@ call them, and the tests compare the two.
 Derived in: book/03_fenchelrank_duality.md#fenchelrank
 """
 
-from llvmlite import ir
 from numba import types
-from numba.core import cgutils
-from numba.core.errors import TypingError
-from numba.extending import intrinsic, overload
+
+from .._compat.numba_llvm import TypingError, cgutils, intrinsic, ir, overload
 
 LANES = 4
 

@@ -32,11 +32,9 @@ one :func:`dd_step` would reach after the same insertions, bit for bit.
 Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
 
-from llvmlite import ir
 from numba import types
-from numba.core import cgutils
-from numba.core.errors import TypingError
-from numba.extending import intrinsic, overload
+
+from .._compat.numba_llvm import TypingError, cgutils, intrinsic, ir, overload
 
 LANES = 8
 

@@ -29,11 +29,9 @@ Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 
 import math
 
-from llvmlite import ir
 from numba import types
-from numba.core import cgutils
-from numba.core.errors import TypingError
-from numba.extending import intrinsic, overload
+
+from .._compat.numba_llvm import TypingError, cgutils, intrinsic, ir, overload
 
 LANES = 8
 
