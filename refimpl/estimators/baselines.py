@@ -81,6 +81,23 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
     (2018, Section 5.3; RankLib's implementation there): fit
     ``y ~ X w + b`` by ordinary least squares and rank by ``X w``.
 
+    See Also
+    --------
+    refimpl.estimators.RankSVM : a pairwise linear ranker.
+    refimpl.estimators.LifeRankPipeline : this ranker on LifeRank's features.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import LinearRegressionRanker
+    >>> model = LinearRegressionRanker().fit(X, y, qid)
+    >>> model.coef_.shape
+    (30,)
+    >>> model.score(X, y, qid) > 0.8
+    True
+
     Derived in: book/08_side_by_side.md#side-by-side
 
     Attributes
@@ -129,6 +146,22 @@ class LambdaMART(_Ranker, BaseEstimator):
     sizes come from ``qid``; documents are sorted by query first when they
     are not contiguous.  ``n_jobs=1`` and ``deterministic=True`` with a
     fixed seed make a fit reproducible bit for bit.
+
+    See Also
+    --------
+    refimpl.estimators.RankSVM : the linear pairwise reference.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import LambdaMART
+    >>> model = LambdaMART(n_estimators=20, num_leaves=7).fit(X, y, qid)
+    >>> model.predict(X).shape
+    (705,)
+    >>> model.score(X, y, qid) > 0.8
+    True
 
     Derived in: book/08_side_by_side.md#side-by-side
 
@@ -209,6 +242,24 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     or linear regression on the ``k`` generated features ``X T``.  The
     composition is linear in the original features, with weights ``T v``
     (``v`` those of the second stage), which ``coef_`` holds.
+
+    See Also
+    --------
+    refimpl.estimators.LifeRank : the first stage.
+    refimpl.estimators.RankSVM : the second stage (``ranker="ranksvm"``).
+    refimpl.estimators.LinearRegressionRanker : the other second stage.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import LifeRankPipeline
+    >>> model = LifeRankPipeline(n_components=3, lam=0.05).fit(X, y, qid)
+    >>> model.coef_.shape                     # components_ @ ranker_.coef_
+    (30,)
+    >>> model.score(X, y, qid) > 0.8
+    True
 
     Derived in: book/08_side_by_side.md#side-by-side
 

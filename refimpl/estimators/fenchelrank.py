@@ -10,7 +10,14 @@ from .._validation import check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
-from ..solvers.fenchelrank import LINESEARCHES, STEPS, VARIANTS, fenchelrank
+from ..pairs import pair_counts
+from ..solvers.fenchelrank import (
+    LINESEARCHES,
+    STEPS,
+    VARIANTS,
+    auto_backend,
+    fenchelrank,
+)
 from ._base import (
     COUNT,
     POSITIVE,
@@ -54,7 +61,9 @@ class FenchelRank(_LinearRanker):
         step of the proof of Theorem 1).
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
-        :class:`refimpl.losses.PairwiseSquaredHinge`.
+        :class:`refimpl.losses.PairwiseSquaredHinge`.  ``"auto"``: the
+        pair-free tree from :data:`refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS`
+        pairs on (unless ``line_search="pairs"``), else the loss's rule.
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).
@@ -83,6 +92,24 @@ class FenchelRank(_LinearRanker):
         ``G(w_T)``, i.e. the mean squared hinge of eq. 3 at ``coef_``.
     backend_ : str
         The backend actually used.
+
+    See Also
+    --------
+    refimpl.estimators.RankSVM : the same loss with an l2 penalty (dense).
+    refimpl.estimators.SparseRankSVM : the same loss with an l1 penalty.
+    refimpl.solvers.fenchelrank : the primal-dual solver.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import FenchelRank
+    >>> model = FenchelRank(r=4.0, variant="face_newton").fit(X, y, qid)
+    >>> bool(abs(model.coef_).sum() <= 4.0 + 1e-9)      # inside the l1 ball
+    True
+    >>> model.score(X, y, qid) > 0.8
+    True
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
@@ -137,8 +164,12 @@ class FenchelRank(_LinearRanker):
             )
         problem = check_fit_input(self, X, y, qid)
         r = float(self.r)
+        backend = self.backend
+        if backend == "auto" and self.line_search != "pairs":
+            # the pair-free tree once there are millions of pairs
+            backend = auto_backend(pair_counts(problem).sum(), problem.n_samples)
         loss = PairwiseSquaredHinge(problem, margin=1.0 / r, normalize=True,
-                                    backend=self.backend)
+                                    backend=backend)
         line_search = self.line_search
         if line_search == "pairs" and loss.pairs is None:
             raise ParameterError(

@@ -140,6 +140,27 @@ class FSMRank(_LinearRanker):
         ``lambda2 > 0``).
     backend_ : str
 
+    See Also
+    --------
+    refimpl.estimators.FSMSVM : FSMRank's top features, then RankSVM.
+    refimpl.estimators.GASRanker : the greedy selection FSMRank is compared with.
+    refimpl.losses.lifted.convexify_similarity : the similarity made PSD.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> import warnings
+    >>> from refimpl.estimators import FSMRank
+    >>> with warnings.catch_warnings():      # small data: A may be projected
+    ...     warnings.simplefilter("ignore", UserWarning)
+    ...     model = FSMRank(lambda1=0.1, lambda2=1e-3).fit(X, y, qid)
+    >>> model.coef_.shape
+    (30,)
+    >>> model.score(X, y, qid) > 0.8
+    True
+
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
@@ -301,6 +322,24 @@ class FSMSVM(_TwoStage):
     ranksvm_ : RankSVM
     n_iter_, converged_, history_ :
         Those of the RankSVM.
+
+    See Also
+    --------
+    refimpl.estimators.FSMRank : the first stage.
+    refimpl.estimators.GASRanker : the same two stages with GAS's selection.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> import warnings
+    >>> from refimpl.estimators import FSMSVM
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UserWarning)
+    ...     model = FSMSVM(n_features_to_select=5, lambda1=0.1).fit(X, y, qid)
+    >>> len(model.selected_), int((model.coef_ != 0).sum()) <= 5
+    (5, True)
 
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """

@@ -117,6 +117,21 @@ class GASRanker(_TwoStage):
     n_iter_, converged_, history_ :
         Those of the RankSVM.
 
+    See Also
+    --------
+    refimpl.estimators.gas_e : the selection alone, as a function.
+    refimpl.estimators.FSMSVM : the same two stages with FSMRank's selection.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import GASRanker
+    >>> model = GASRanker(n_features_to_select=5).fit(X, y, qid)
+    >>> len(model.selected_), int((model.coef_ != 0).sum()) <= 5
+    (5, True)
+
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 

@@ -111,6 +111,23 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         ``transform`` and ``predict`` then require the same names in the
         same order.
 
+    See Also
+    --------
+    refimpl.estimators.LifeRankPipeline : LifeRank's features, then a ranker.
+    refimpl.solvers.liferank_solve : the BDMM and Stiefel solvers.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import LifeRank
+    >>> model = LifeRank(n_components=3, lam=0.05).fit(X, y, qid)
+    >>> model.transform(X).shape              # the k new features
+    (705, 3)
+    >>> model.score(X, y, qid) > 0.8
+    True
+
     Derived in: book/06_liferank_bdmm.md#liferank
     """
 

@@ -188,6 +188,24 @@ class SparseRankSVM(_LinearRanker):
         The final ``L`` of the line search (or the fixed constant).
     backend_ : str
 
+    See Also
+    --------
+    refimpl.estimators.RankSVM : the l2-regularised RankSVM.
+    refimpl.estimators.FenchelRank : the l1-ball constrained form.
+    refimpl.estimators.sparse.ranksvm_l1_path : a path of ``C`` values.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> X, y, qid = data.X, data.y, data.qid
+    >>> from refimpl.estimators import SparseRankSVM
+    >>> model = SparseRankSVM(C=0.1).fit(X, y, qid)
+    >>> model.coef_.shape
+    (30,)
+    >>> model.score(X, y, qid) > 0.8
+    True
+
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     Derived in: book/05_dc_reweighting.md#dc-reweighting
     """
