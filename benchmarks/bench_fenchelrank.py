@@ -79,6 +79,24 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
     ratio of the whole grid's times.  **Target: >= 10x with the same
     models.**
 
+(f) **At scale: an iteration at the cost of a few passes** (``--scale``
+    runs only this part; it is skipped otherwise unless ``--only f``).  On
+    the synthetic 301,916 x 136 problem of ``benchmarks/bench_hessvec.py``
+    and ``bench_tron.py`` (``make_lean_letor(301_916, 136, 2_500, 5,
+    seed=0)``: 2,500 queries, 5 levels, 14.0 M pairs), ``r = 8``, the tree
+    backend: one value+gradient pass of the loss (``loss.fun``, one pass
+    over ``X``; best of 3, measured right before and after every timed run),
+    and seconds per iteration of every variant (``tol = 0``,
+    ``--scale-iters`` updates, from the solver's own clock), side by side,
+    ``--scale-rounds`` rounds in alternation; the ratio per iteration / pass
+    (**goal: <= 3 for every variant**).  For reference, Algorithm 1 on
+    explicit pairs (``linesearch="blocks"``; ``--scale-blocks``), and the
+    backend the estimator's default picks there.  Then one query of 20,000
+    documents (``make_lean_letor(20_000, 46, 1, 5, seed=0)``): whole
+    ``FenchelRank().fit`` of every variant (defaults: r = 1, tol = 1e-3)
+    against ``RankSVM(backend="tree").fit``, interleaved, best of
+    ``--scale-rounds`` (**goal: converges, in < 10x RankSVM's time**).
+
 Run with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` (``make bench`` sets
 them); ``--help`` lists the options, ``--skip`` drops parts.
 """
@@ -765,6 +783,116 @@ def part_e(args):
           f"greedy sequence in every fit: {'yes' if all_same else 'NO'}")
 
 
+# ---------------------------------------------------------------------------
+# (f) At scale: seconds per iteration against one value+gradient pass
+# ---------------------------------------------------------------------------
+
+SCALE_VARIANTS = ("paper", "pairwise", "away", "face_newton")
+TARGET_PASSES_PER_ITERATION = 3.0
+TARGET_SINGLE_QUERY_RATIO = 10.0
+
+
+def _scale_data():
+    from _synthetic import make_lean_letor
+
+    X, y, qid, _ = make_lean_letor(301_916, 136, 2_500, 5, seed=0)
+    X1, y1, q1, _ = make_lean_letor(20_000, 46, 1, 5, seed=0)
+    return (X, y, qid), (X1, y1, q1)
+
+
+def _per_iteration(res):
+    t = res.history["time"]
+    return (t[-1] - t[0]) / max(res.n_iter, 1)
+
+
+def part_f(args):
+    from refimpl.estimators import RankSVM
+
+    r = args.scale_r
+    print(f"\n(f) At scale: FenchelRank iterations against one value+gradient "
+          f"pass (r = {r:g}, tree backend, {args.scale_iters} updates, "
+          f"goal <= {TARGET_PASSES_PER_ITERATION:.0f} passes per iteration)")
+    (X, y, qid), (X1, y1, q1) = _scale_data()
+    loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
+                                backend="tree")
+    print(f"  synthetic {X.shape[0]:,} x {X.shape[1]}, {len(np.unique(qid)):,} "
+          f"queries, {loss.n_pairs / 1e6:.1f} M pairs; one pass: "
+          f"{'one-pass kernel' if loss.one_pass_ else 'two BLAS mat-vecs'}")
+    w = quiet(fenchelrank, loss, r, tol=0.0, max_iter=8).w  # a typical iterate
+    for v in SCALE_VARIANTS:                                # compile, warm
+        quiet(fenchelrank, loss, r, tol=0.0, max_iter=2, variant=v)
+
+    def one_pass():
+        return best_of(lambda: loss.fun(w), 3)[0]
+
+    rows = {v: [] for v in SCALE_VARIANTS}
+    for _ in range(args.scale_rounds):
+        for v in SCALE_VARIANTS:
+            before = one_pass()
+            res = quiet(fenchelrank, loss, r, tol=0.0,
+                        max_iter=args.scale_iters, variant=v)
+            after = one_pass()
+            ls = np.mean(res.history["ls_eval"][1:])
+            rows[v].append((_per_iteration(res), 0.5 * (before + after), ls))
+    print(f"  {'variant':<12} {'s/iter':>8} {'pass s':>8} {'ratio':>6} "
+          f"{'evals':>6}  (per round)")
+    worst = 0.0
+    for v, rr in rows.items():
+        for per, pas, ls in rr:
+            print(f"  {v:<12} {per:8.3f} {pas:8.3f} {per / pas:6.2f} {ls:6.2f}")
+        best = min(per / pas for per, pas, _ in rr)
+        worst = max(worst, best)
+    ok = worst <= TARGET_PASSES_PER_ITERATION
+    print(f"  worst variant (best round): {worst:.2f} passes per iteration "
+          f"(goal <= {TARGET_PASSES_PER_ITERATION:.0f}: "
+          f"{'met' if ok else 'MISSED'})")
+    print(f"  FenchelRank(r={r:g}) default backend at this shape: "
+          f"{fenchel_auto_backend(loss.n_pairs, X.shape[0])}")
+    if args.scale_blocks:
+        del loss
+        t0 = time.perf_counter()
+        pl = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
+                                  backend="pairs")
+        build = time.perf_counter() - t0
+        wp = np.zeros(X.shape[1])
+        wp[:] = w
+        before = best_of(lambda: pl.fun(wp), 3)[0]
+        res = quiet(fenchelrank, pl, r, tol=0.0, max_iter=args.scale_iters)
+        print(f"  reference, explicit pairs ({res.details.get('linesearch')}): "
+              f"{_per_iteration(res):.3f} s/iter, its value+grad "
+              f"{before:.3f} s, pair arrays {build:.1f} s to build")
+        del pl
+
+    print("\n  One query of 20,000 documents, 46 features, 5 levels "
+          f"(goal: converged, < {TARGET_SINGLE_QUERY_RATIO:.0f}x RankSVM)")
+    fits = {"ranksvm": lambda: RankSVM(backend="tree").fit(X1, y1, q1)}
+    for v in SCALE_VARIANTS:
+        fits[v] = (lambda v=v: quiet(FenchelRank(variant=v).fit, X1, y1, q1))
+    for f in fits.values():     # warm (compile)
+        f()
+    best, out = best_of_interleaved(fits, args.scale_rounds)
+    t_svm = best["ranksvm"]
+    print(f"  RankSVM(backend='tree'): {t_svm:.3f} s")
+    for v in SCALE_VARIANTS:
+        m = out[v]
+        ratio = best[v] / t_svm
+        ok = m.converged_ and ratio < TARGET_SINGLE_QUERY_RATIO
+        print(f"  FenchelRank({v}): {best[v]:.3f} s, {m.n_iter_} updates, "
+              f"converged {m.converged_}, backend {m.backend_}: {ratio:.1f}x "
+              f"RankSVM ({'met' if ok else 'MISSED'})")
+
+
+def fenchel_auto_backend(n_pairs, n_samples):
+    """The backend FenchelRank's solver module picks for ``"auto"``."""
+    from refimpl.solvers import fenchelrank as _fr
+
+    pick = getattr(importlib.import_module(_fr.__module__), "auto_backend",
+                   None)
+    if pick is None:
+        return "(no FenchelRank-specific rule: the loss's own)"
+    return pick(n_pairs, n_samples)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -804,12 +932,34 @@ def main(argv=None):
                     help="(d): r = 2 and 32 only, paper variant capped at 2000")
     ap.add_argument("--repeat-e", type=int, default=2,
                     help="(e): fits per grid point and line search (best of)")
+    ap.add_argument("--scale", action="store_true",
+                    help="run only part (f), at the 301,916 x 136 shape")
+    ap.add_argument("--scale-r", type=float, default=8.0,
+                    help="(f): radius r")
+    ap.add_argument("--scale-iters", type=int, default=20,
+                    help="(f): updates per timed run")
+    ap.add_argument("--scale-rounds", type=int, default=2,
+                    help="(f): rounds of timed runs in alternation")
+    ap.add_argument("--scale-blocks", action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help="(f): also time Algorithm 1 on explicit pairs")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["a", "b", "c", "d", "e"], help="parts to skip")
+                    choices=["a", "b", "c", "d", "e", "f"],
+                    help="parts to skip")
+    ap.add_argument("--only", nargs="*", default=None,
+                    choices=["a", "b", "c", "d", "e", "f"],
+                    help="run only these parts")
     args = ap.parse_args(argv)
+    if args.scale:
+        args.only = ["f"]
+    if args.only is not None:
+        args.skip = [p for p in "abcdef" if p not in args.only]
+    elif "f" not in args.skip:
+        args.skip.append("f")    # the scale part runs on request only
     print(f"bench_fenchelrank: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
-    warm_up(cvxpy=not args.no_cvxpy)
+    if set("abcde") - set(args.skip):
+        warm_up(cvxpy=not args.no_cvxpy)
     if "a" not in args.skip:
         part_a(args)
     if "b" not in args.skip:
@@ -820,6 +970,8 @@ def main(argv=None):
         part_d(args)
     if "e" not in args.skip:
         part_e(args)
+    if "f" not in args.skip:
+        part_f(args)
 
 
 if __name__ == "__main__":

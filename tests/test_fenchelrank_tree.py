@@ -268,3 +268,36 @@ def test_nan_features_are_refused():
     y = rng.integers(0, 3, 40).astype(np.float64)
     with pytest.raises(ValueError, match="(?i)nan|finite"):
         FenchelRank(backend="tree").fit(X, y, np.repeat(np.arange(4), 10))
+
+
+# ---------------------------------------------------------------------------
+# backend="auto"
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_backend_takes_the_tree_from_millions_of_pairs(monkeypatch):
+    X, y, qid = synthetic(5)
+    small = FenchelRank(r=4.0, tol=1e-3).fit(X, y, qid)
+    assert small.backend_ == "pairs"          # below the threshold: unchanged
+    assert fr.auto_backend(2**22, 10**6) == "tree"
+    assert fr.auto_backend(2**22 - 1, 10**6) == "auto"   # the loss decides
+    assert fr.auto_backend(2**22, 10**6, which="adjacent") == "auto"
+    monkeypatch.setattr(fr, "AUTO_TREE_MIN_PAIRS", 1)
+    big = FenchelRank(r=4.0, tol=1e-3).fit(X, y, qid)
+    assert big.backend_ == "tree"
+    np.testing.assert_array_equal(big.history_["j"], small.history_["j"])
+    np.testing.assert_allclose(big.coef_, small.coef_, rtol=0, atol=1e-11)
+    # an explicit line_search="pairs" keeps explicit pairs
+    kept = FenchelRank(r=4.0, tol=1e-4, line_search="pairs").fit(X, y, qid)
+    assert kept.backend_ == "pairs"
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_mq2008_defaults_stay_on_explicit_pairs():
+    data = mq2008_fold1()
+    if data is None:
+        pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
+    X, y, qid = data
+    assert FenchelRank(r=8.0, max_iter=5, tol=1e-12).fit(
+        X, y, qid).backend_ == "pairs"

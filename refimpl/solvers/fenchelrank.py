@@ -60,6 +60,30 @@ FORTRAN_COPY_BYTES = 64 * 2**20
 
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
+#: FenchelRank's ``backend="auto"`` takes the pair-free tree from this many
+#: preference pairs on (below, the loss's own rule decides).  An update on
+#: explicit pairs (``linesearch="blocks"``) costs O(p), one on the tree
+#: O(l log l + l d) (:class:`_TreeScoreSpace`): at 301,916 x 136 with 14.0 M
+#: pairs (46 per document) the blocks path takes about 5x a value+gradient
+#: pass per update, the tree path 2-3x (``benchmarks/bench_fenchelrank.py
+#: --scale``).  2^22 (4.2 M) leaves every committed result (MQ2008: about
+#: 50,000 pairs per training fold) on explicit pairs.
+AUTO_TREE_MIN_PAIRS = 2**22
+
+
+def auto_backend(n_pairs, n_samples, which="all"):
+    """The loss backend FenchelRank's ``backend="auto"`` asks for.
+
+    ``"tree"`` from :data:`AUTO_TREE_MIN_PAIRS` pairs on (all pairs only),
+    else ``"auto"``: the loss's own rule
+    (:func:`refimpl.losses.squared_hinge.choose_backend`) decides.
+    ``n_samples`` is accepted for the callers' convenience (unused).
+    """
+    del n_samples
+    if which == "all" and int(n_pairs) >= AUTO_TREE_MIN_PAIRS:
+        return "tree"
+    return "auto"
+
 
 def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
                       max_eval=100):
@@ -560,8 +584,8 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     graw = np.empty(n)
     g = np.empty(n)
     bp = np.empty(_k.BLOCK_BREAKPOINTS)
-    ba = np.empty(_k.BLOCK_BREAKPOINTS)
-    bc = np.empty(_k.BLOCK_BREAKPOINTS)
+    found_a = np.empty(_k.BLOCK_BREAKPOINTS)
+    found_c = np.empty(_k.BLOCK_BREAKPOINTS)
     hist = np.empty((len(_k.RUN_HISTORY), max_iter + 1))
     istate = np.zeros(7, dtype=np.int64)
     fstate = np.zeros(5)
@@ -575,7 +599,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     while True:
         _k.block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop,
                      float(loss.margin), scale, r2, tol, max_iter,
-                     REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, ba, bc,
+                     REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, found_a, found_c,
                      int(loss.n_pairs), istate, fstate, hist, start_time,
                      1 if callback is not None else max_iter)
         status = istate[_k.RUN_STATUS]
@@ -795,7 +819,8 @@ class _TreeScoreSpace:
                     impl.value(z)
                     impl.adopt(z)
                 return t, z, n_eval
-            dphi(t)
+            dphi(t)    # the corrected Newton point: one more sweep
+            n_eval += 1
         self._state = (last["z"], last["value"])
         return t, last["z"], n_eval
 
