@@ -348,9 +348,9 @@ def test_block_linesearch_equals_linesearch_pairs(inst, data):
     tau = data.draw(st.sampled_from(taus), label="tau")
     size = data.draw(st.sampled_from([kf.BLOCK_BREAKPOINTS, 0, 1, 2, 3]),
                      label="buffer")
-    bp, ba, bc = np.empty(size), np.empty(size), np.empty(size)
+    bp, found_a, found_c = np.empty(size), np.empty(size), np.empty(size)
     mu, s_cc = kf.block_linesearch(zb, ub, heads, start, stop, margin, tau,
-                                   bp, ba, bc)
+                                   bp, found_a, found_c)
     # the curvature of the active set at 0+
     on = (a > 0.0) | ((a == 0.0) & (c < 0.0))
     s_cc_ref = math.fsum((c[on] ** 2).tolist())

@@ -450,7 +450,8 @@ def test_gas_ranker_and_fsmsvm_select_exactly_t_features():
     X, y, qid = small(8)
     d = X.shape[1]
     for t in (1, 3, d):
-        g = GASRanker(n_features_to_select=t, c=0.01, C=1.0).fit(X, y, qid)
+        g = GASRanker(n_features_to_select=t, redundancy_penalty=0.01,
+                      C=1.0).fit(X, y, qid)
         assert len(g.selected_) == len(set(g.selected_)) == t
         assert np.all(g.coef_[np.setdiff1d(np.arange(d), g.selected_)] == 0)
         np.testing.assert_array_equal(g.coef_[g.selected_], g.ranksvm_.coef_)
@@ -463,7 +464,7 @@ def test_gas_ranker_and_fsmsvm_select_exactly_t_features():
         top = np.argsort(-np.abs(f.fsmrank_.coef_), kind="stable")[:t]
         np.testing.assert_array_equal(f.selected_, top)
     ranker = RankSVM()
-    sel = gas_e(X, y, qid, 3, c=0.01, ranker=ranker)
+    sel = gas_e(X, y, qid, 3, redundancy_penalty=0.01, ranker=ranker)
     np.testing.assert_array_equal(sel, GASRanker(n_features_to_select=3).fit(X, y, qid).selected_)
     assert ranker.coef_.shape == (3,)
 

@@ -30,18 +30,20 @@ def _check_n_select(n_features, d):
     return int(n_features)
 
 
-def _gas(problem, n_features, c):
+def _gas(problem, n_features, redundancy_penalty):
     """GAS selection plus its inputs: ``(selected, importance, similarity)``.
 
     ``problem``: the validated :class:`~refimpl._validation.RankingProblem`.
     """
     t = _check_n_select(n_features, problem.n_features)
-    if not NONNEGATIVE.is_satisfied_by(c):
+    if not NONNEGATIVE.is_satisfied_by(redundancy_penalty):
         raise ParameterError(
-            f"The 'c' parameter of GAS must be {NONNEGATIVE}. Got {c!r} instead.")
+            f"The 'redundancy_penalty' parameter of GAS must be {NONNEGATIVE}. "
+            f"Got {redundancy_penalty!r} instead.")
     importance, _ = feature_ndcg(problem, k=10)
     similarity = kendall_similarity(problem)
-    return gas_select(importance, similarity, t, float(c)), importance, similarity
+    selected = gas_select(importance, similarity, t, float(redundancy_penalty))
+    return selected, importance, similarity
 
 
 def _columns(X, idx):
@@ -49,7 +51,7 @@ def _columns(X, idx):
     return X[:, idx]
 
 
-def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
+def gas_e(X, y, qid, n_features_to_select, *, redundancy_penalty=0.01, ranker=None):
     """GAS feature selection (Geng, Liu, Qin & Li 2007), optionally followed by a ranker.
 
     Importance of a feature: NDCG@10 (LETOR 4.0 convention, averaged over
@@ -57,7 +59,8 @@ def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     similarity of two features: ``|Kendall's tau|`` between their rankings,
     averaged over queries.  The greedy search (GAS, Geng et al. Section 3.3)
     picks the most important feature, lowers every other importance by
-    ``2 c sim(j, picked)``, and repeats.  "GAS-E" in FSMRank's experiments
+    ``2 c sim(j, picked)`` (``c``: ``redundancy_penalty``), and repeats.
+    "GAS-E" in FSMRank's experiments
     (Lai et al. 2013, Section IV-D1) is GAS followed by RankSVM-Primal on the
     selected features: pass ``ranker=RankSVM(...)``.
 
@@ -70,7 +73,7 @@ def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     qid : array-like of shape (n,) or None
     n_features_to_select : int
         Number ``t`` of features to select, 1 <= t <= d.
-    c : float, default 0.01
+    redundancy_penalty : float, default 0.01
         Redundancy penalty of GAS (>= 0).
     ranker : estimator, optional
         If given, it is fitted in place on ``X[:, selected]``.
@@ -80,7 +83,8 @@ def gas_e(X, y, qid, n_features_to_select, *, c=0.01, ranker=None):
     ndarray of int64, shape (n_features_to_select,)
         Selected feature indices, in the order picked.
     """
-    selected, _, _ = _gas(ranking_problem(X, y, qid), n_features_to_select, c)
+    selected, _, _ = _gas(ranking_problem(X, y, qid), n_features_to_select,
+                         redundancy_penalty)
     if ranker is not None:
         ranker.fit(_columns(X, selected), y, qid)
     return selected
@@ -97,8 +101,9 @@ class GASRanker(_TwoStage):
     ----------
     n_features_to_select : int, default 10
         Number ``t`` of features to select.
-    c : float, default 0.01
-        GAS redundancy penalty.
+    redundancy_penalty : float, default 0.01
+        GAS's ``c``: each pick lowers the importance of every remaining
+        feature by ``2 c`` times its similarity to the picked one.
     C : float, default 1.0
         RankSVM loss weight.
 
@@ -137,13 +142,13 @@ class GASRanker(_TwoStage):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_features_to_select": [COUNT],
-        "c": [NONNEGATIVE],
+        "redundancy_penalty": [NONNEGATIVE],
         "C": [POSITIVE],
     }
 
-    def __init__(self, n_features_to_select=10, c=0.01, C=1.0):
+    def __init__(self, n_features_to_select=10, redundancy_penalty=0.01, C=1.0):
         self.n_features_to_select = n_features_to_select
-        self.c = c
+        self.redundancy_penalty = redundancy_penalty
         self.C = C
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
@@ -164,7 +169,7 @@ class GASRanker(_TwoStage):
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
         problem, t = self._check_fit(X, y, qid)
-        selected, importance, similarity = _gas(problem, t, self.c)
+        selected, importance, similarity = _gas(problem, t, self.redundancy_penalty)
         self.importance_ = importance
         self.similarity_ = similarity
         return self._fit_ranksvm_on(problem, selected)

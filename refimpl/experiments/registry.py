@@ -479,7 +479,7 @@ register(Method(
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
     grid_source="Lai et al. (2013b), Section IV-D1 and Remark 1: t chosen "
                 "by validation MAP (values of t: ours, 5..40 by 5)",
-    fixed={"c": 0.01, "C": 1.0},
+    fixed={"redundancy_penalty": 0.01, "C": 1.0},
     description="GAS feature selection, then RankSVM (GAS-E)",
 ))
 register(Method(

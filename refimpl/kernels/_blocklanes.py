@@ -42,13 +42,13 @@ def hinge_lanes(z, lo, hi, zi, margin, dz, acc):
         dz[k] += 2.0 * r
 
 
-def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc):
+def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, n_found, found_a, found_c):
     """Exact-step lanes: with ``a = margin - (zi - z[k])``, ``c = ui - u[k]``
     and ``d = c`` if the pair is active just right of 0 (``a > 0``, or
     ``a = 0`` and ``c < 0``) else 0: ``acc[l] += a d``, ``acc[4 + l] += d^2``.
     The pairs whose breakpoint ``a / c`` lies in ``(0, bound)`` (tested as
     ``min(B, 0) < a < max(B, 0)``, ``B = bound c``) are appended in order:
-    ``ba[m] = a``, ``bc[m] = c`` with ``m = mk[0]``, which counts on past
+    ``found_a[m] = a``, ``found_c[m] = c`` with ``m = n_found[0]``, which counts on past
     the buffers' length.  (The compiled lanes may also write up to
     ``LANES - 1`` entries past the last appended one, within the buffers.)"""
     for k in range(lo, hi):
@@ -61,11 +61,11 @@ def step_lanes(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc):
         acc[LANES + lane] += d * d
         b = bound * c
         if (b if b < 0.0 else 0.0) < a < (b if b > 0.0 else 0.0):  # noqa: FURB136
-            m = mk[0]
-            if m < len(ba):
-                ba[m] = a
-                bc[m] = c
-            mk[0] = m + 1
+            m = n_found[0]
+            if m < len(found_a):
+                found_a[m] = a
+                found_c[m] = c
+            n_found[0] = m + 1
 
 
 def _is_vector(ty, dtype=types.float64):
@@ -176,23 +176,24 @@ def _hinge_lanes_ir(typingctx, z, lo, hi, zi, margin, dz, acc):
 
 
 @intrinsic
-def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
-                   ba, bc):
-    if not (all(_is_vector(a) for a in (z, u, acc, ba, bc))
-            and _is_vector(mk, types.int64)
+def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, n_found,
+                   found_a, found_c):
+    if not (all(_is_vector(a) for a in (z, u, acc, found_a, found_c))
+            and _is_vector(n_found, types.int64)
             and isinstance(lo, types.Integer) and isinstance(hi, types.Integer)
             and all(isinstance(a, types.Float) for a in (zi, ui, margin, bound))):
         raise TypingError("step_lanes needs C-contiguous float64 vectors z, u, "
-                          "acc, ba, bc, an int64 vector mk, integer bounds "
-                          "and float zi, ui, margin, bound")
-    sig = types.void(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc)
+                          "acc, found_a, found_c, an int64 vector n_found, "
+                          "integer bounds and float zi, ui, margin, bound")
+    sig = types.void(z, u, lo, hi, zi, ui, margin, bound, acc, n_found, found_a,
+                     found_c)
 
     def codegen(context, builder, signature, args):
         ty = signature.args
         L = _Lanes(context, builder)
         zp, up = L.data(ty[0], args[0]), L.data(ty[1], args[1])
         accp = builder.bitcast(L.data(ty[8], args[8]), L.vptr)
-        mkp = L.data(ty[9], args[9])
+        n_found_ptr = L.data(ty[9], args[9])
         bap, bcp = L.data(ty[10], args[10]), L.data(ty[11], args[11])
         n_buf = cgutils.unpack_tuple(
             builder, context.make_array(ty[10])(context, builder, args[10]).shape,
@@ -209,7 +210,7 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
         def append(keep, a, c):
             # in lane order; with room for a whole vector, every lane writes
             # and the count moves past the kept ones (no branch per lane)
-            m0 = builder.load(mkp)
+            m0 = builder.load(n_found_ptr)
             room = builder.icmp_signed(
                 "<=", builder.add(m0, m0.type(LANES)), n_buf)
             with builder.if_else(room, likely=True) as (fast, slow):
@@ -223,19 +224,19 @@ def _step_lanes_ir(typingctx, z, u, lo, hi, zi, ui, margin, bound, acc, mk,
                                       builder.gep(bcp, [m]))
                         m = builder.add(m, builder.zext(
                             builder.extract_element(keep, at), m.type))
-                    builder.store(m, mkp)
+                    builder.store(m, n_found_ptr)
                 with slow:
                     for lane in range(LANES):
                         at = ir.IntType(32)(lane)
                         with builder.if_then(builder.extract_element(keep, at)):
-                            m = builder.load(mkp)
+                            m = builder.load(n_found_ptr)
                             with builder.if_then(
                                     builder.icmp_signed("<", m, n_buf)):
                                 builder.store(builder.extract_element(a, at),
                                               builder.gep(bap, [m]))
                                 builder.store(builder.extract_element(c, at),
                                               builder.gep(bcp, [m]))
-                            builder.store(builder.add(m, m.type(1)), mkp)
+                            builder.store(builder.add(m, m.type(1)), n_found_ptr)
 
         i64v = ir.VectorType(ir.IntType(64), LANES)
         d_slot = cgutils.alloca_once(builder, L.vec)
@@ -298,8 +299,10 @@ def _hinge_lanes_overload(z, lo, hi, zi, margin, dz, acc):
 
 
 @overload(step_lanes, inline="always")
-def _step_lanes_overload(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc):
-    def impl(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc):
-        _step_lanes_ir(z, u, lo, hi, zi, ui, margin, bound, acc, mk, ba, bc)
+def _step_lanes_overload(z, u, lo, hi, zi, ui, margin, bound, acc, n_found, found_a,
+                         found_c):
+    def impl(z, u, lo, hi, zi, ui, margin, bound, acc, n_found, found_a, found_c):
+        _step_lanes_ir(z, u, lo, hi, zi, ui, margin, bound, acc, n_found, found_a,
+                       found_c)
 
     return impl

@@ -324,7 +324,7 @@ def block_residuals(z, u, heads, start, stop, margin, a_out, kb_out):
 
 
 @njit(cache=True)
-def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
+def block_linesearch(z, u, heads, start, stop, margin, tau, bp, found_a, found_c):
     """Exact step of eq. 20 over the label blocks, usually in one pass.
 
     The minimiser on [0, 1] of ``phi(mu) = sum_P max(0, a_t - mu c_t)^2``
@@ -343,8 +343,9 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     search recomputes from scratch, since the difference is then mostly
     rounding), the step is not decided here.
 
-    ``bp``, ``ba`` and ``bc`` are buffers of one length (the breakpoints,
-    their ``a_t`` and their ``c_t``).  A breakpoint is kept when
+    ``bp``, ``found_a`` and ``found_c`` are buffers of one length (the
+    breakpoints, their ``a_t`` and their ``c_t``; ``n_found`` counts them).
+    A breakpoint is kept when
     ``a < tau' c`` (``c > 0``) or ``a > tau' c`` (``c < 0``) with ``tau'`` a
     little above ``tau``, so that every pair left out has ``a / c > tau``
     whatever the rounding of the test.
@@ -367,25 +368,26 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
     """
     bound = min(tau, 1.0) * (1.0 + 2.0**-40)
     acc = np.zeros(2 * LANES)
-    mk = np.zeros(1, dtype=np.int64)
+    n_found = np.zeros(1, dtype=np.int64)
     for h in range(len(heads)):
         i = heads[h]
         lo = start[i]
         hi = stop[i]
         mid = hi if hi + LANES - 1 <= len(z) else hi - (hi - lo) % LANES
         # (appends the few pairs whose breakpoint lies below tau)
-        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, mk, ba, bc)
+        step_lanes(z, u, lo, mid, z[i], u[i], margin, bound, acc, n_found,
+                   found_a, found_c)
         if mid < hi:  # (unguarded, the inlined tail slows the loop 2x)
-            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, mk, ba,
-                       bc)
+            _step_tail(z, u, mid, hi, z[i], u[i], margin, bound, acc, n_found,
+                       found_a, found_c)
     s_ac = (acc[0] + acc[1]) + (acc[2] + acc[3])
     s_cc = (acc[4] + acc[5]) + (acc[6] + acc[7])
-    m = mk[0]
+    m = n_found[0]
     s_cc0 = s_cc
     if m > len(bp):
         return STEP_OVERFLOW, s_cc0
     for t in range(m):
-        bp[t] = ba[t] / bc[t]
+        bp[t] = found_a[t] / found_c[t]
     # the kept breakpoints in a heap, popped in increasing order (usually
     # a few dozen of the m before the root)
     ev = np.arange(m)
@@ -415,14 +417,14 @@ def block_linesearch(z, u, heads, start, stop, margin, tau, bp, ba, bc):
             return (1.0 if tau >= 1.0 else STEP_BEYOND), s_cc0
         while m > 0 and bp[0] == hi:
             t = ev[0]
-            c = bc[t]
-            x_ac += abs(ba[t] * c)
+            c = found_c[t]
+            x_ac += abs(found_a[t] * c)
             x_cc += c * c
             if c > 0.0:
-                s_ac -= ba[t] * c
+                s_ac -= found_a[t] * c
                 s_cc -= c * c
             else:
-                s_ac += ba[t] * c
+                s_ac += found_a[t] * c
                 s_cc += c * c
             m -= 1
             bp[0] = bp[m]
@@ -482,7 +484,7 @@ def block_gap(graw, scale, r2, w, g):
 
 @njit(cache=True)
 def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
-                    margin, scale, r2, tau, bp, ba, bc, n_pairs):
+                    margin, scale, r2, tau, bp, found_a, found_c, n_pairs):
     """One update of Algorithm 1 (eq. 18, exact step) and the gap after it.
 
     With ``z = X w`` (block layout), ``xj`` column ``j`` of ``X`` and the
@@ -514,14 +516,14 @@ def block_iteration(X, xj, s, j, w, z, u, dz, graw, g, heads, start, stop,
     for i in range(len(z)):
         u[i] = s * xj[i] - z[i]
     mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau, bp,
-                                ba, bc)
+                                found_a, found_c)
     n_pass = 1
     while mu == STEP_BEYOND:
         # a longer step than the bound expected: a bound 16x as large,
         # twice, then every breakpoint of (0, 1)
         tau = min(TAU_GROWTH * tau, 1.0) if n_pass < 3 else 1.0
         mu, s_cc = block_linesearch(z, u, heads, start, stop, margin, tau,
-                                    bp, ba, bc)
+                                    bp, found_a, found_c)
         n_pass += 1
     if mu == STEP_OVERFLOW:
         # room for every pair's breakpoint: it can only be decided now
@@ -601,7 +603,7 @@ def block_record(hist, istate, fstate, w, scale, r2, t0):
 
 @njit(cache=True)
 def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
-              r2, tol, max_iter, refresh_every, growth, bp, ba, bc, n_pairs,
+              r2, tol, max_iter, refresh_every, growth, bp, found_a, found_c, n_pairs,
               istate, fstate, hist, t0, max_updates):
     """Algorithm 1 on the label blocks, from a recorded iterate onwards.
 
@@ -642,7 +644,7 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
         tau = growth * mu_last if mu_last > 0.0 else 1.0
         mu, n_ls, s_cc, value, jn, sn, gap = block_iteration(
             X, XF[:, j], fstate[RUN_S], j, w, z, u, dz, graw, g, heads, start,
-            stop, margin, scale, r2, tau, bp, ba, bc, n_pairs)
+            stop, margin, scale, r2, tau, bp, found_a, found_c, n_pairs)
         fstate[RUN_MU] = mu
         fstate[RUN_S_CC] = s_cc
         if not (np.isfinite(mu) and np.isfinite(s_cc)):
