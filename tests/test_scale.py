@@ -196,3 +196,15 @@ def test_the_guard_reads_the_estimators_memory_model(monkeypatch):
     monkeypatch.undo()
     assert LifeRankPipeline(ranker="ranksvm").estimate_memory(
         n_docs=10, n_pairs=20, n_features=3, max_query=5).hinge_backend == "pairs"
+
+
+def test_fenchelrank_memory_follows_its_own_auto_backend():
+    """FenchelRank resolves backend="auto" by its own rule (the tree from
+    AUTO_TREE_MIN_PAIRS pairs on); its memory model resolves it the same way."""
+    from refimpl.solvers.fenchelrank import AUTO_TREE_MIN_PAIRS, auto_backend
+
+    shape = {"n_docs": 200_000, "n_pairs": AUTO_TREE_MIN_PAIRS, "n_features": 46,
+             "max_query": 500, "data_bytes": 200_000 * 46 * 8}
+    backend, terms = estimate_peak("fenchelrank", {}, **shape)
+    assert backend == auto_backend(shape["n_pairs"], shape["n_docs"]) == "tree"
+    assert "pairs" not in terms

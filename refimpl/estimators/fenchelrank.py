@@ -143,9 +143,12 @@ class FenchelRank(_LinearRanker):
         longest query, ``grouped``: each query's rows adjacent).
         """
         breakpoints = 16 if self.line_search in ("auto", "pairs") else 0
+        backend = self.backend
+        if backend == "auto":             # FenchelRank's own rule, as fit resolves it
+            backend = auto_backend(n_pairs, n_docs)
         return squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=self.backend, extra_bytes_per_pair=breakpoints)
+            backend=backend, extra_bytes_per_pair=breakpoints)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
