@@ -26,6 +26,7 @@ from .._validation import check_positive, ranking_problem
 from ..exceptions import DataError
 from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, label_blocks, pair_counts, preference_pairs
+from . import _backend_cost as _cost
 from ._base import CachedObjective
 from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
@@ -36,18 +37,13 @@ from ._tree_backend import (
 
 BACKENDS = ("auto", "pairs", "numpy", "tree")
 
-#: ``backend="auto"`` uses the tree once there are more pairs than this many
-#: per document: explicit pairs cost O(p) time per value+grad, O(|SV(w)|) per
-#: Hessian product and 24 bytes of memory per pair (int64 pair indices plus
-#: the int32 active list), the tree O(l log l) and O(l log k) with O(l) memory.
-#: Measured crossover for one TRON iteration (1 value+grad + 5 hess_vec),
-#: ``benchmarks/bench_hessvec.py`` part [3] (60,000 documents, 46 features,
-#: 3 and 5 levels, OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, 2-core machine),
-#: with the fused selection-tree Hessian and the compacted active pair list:
-#: 46.2 and 54.5 pairs per document (3 and 5 levels), a repeat with
-#: ``--rounds 5`` 54.6 and 45.6; mean ~50, nearest power of two 64.  (Before
-#: those two changes the same benchmark gave 13.0 and 20.4, i.e. 16.)
-AUTO_TREE_PAIRS_PER_DOC = 64
+#: ``backend="auto"`` picks the cheaper backend by the measured cost model
+#: of :mod:`refimpl.losses._backend_cost` (explicit pairs: O(p) per value +
+#: gradient, O(|SV(w)|) per Hessian product, two mat-vecs each and 24 bytes
+#: per pair; the tree: O(l log l) and O(l log k), one pass over ``X`` when
+#: ``one_pass`` applies), fitted by ``benchmarks/bench_backends.py``.  The
+#: cost model sees the shape only: documents, features (of a sparse ``X``:
+#: its non-zeros per row), pairs and relevance levels.
 
 #: ``backend="auto"`` also uses the tree whenever the explicit pair arrays
 #: (about 24 bytes per pair) would exceed this many bytes, so that data of
@@ -135,26 +131,62 @@ ONE_PASS = ("auto", True, False)
 
 #: ``one_pass="auto"`` streams ``X`` once per product only from this size on:
 #: a smaller ``X`` stays in the cache between the two BLAS mat-vecs, and
-#: there one pass gains nothing (``benchmarks/bench_hessvec.py`` part [2]:
-#: on MQ2008 Fold1, 3.5 MB, 1.1x the two-pass time; at 301,916 x 136,
-#: 328 MB, 0.7x).  8 MiB: well past a core's 1-2 MiB of L2.
-ONE_PASS_MIN_BYTES = 8 * 2**20
+#: there one pass gains nothing (``benchmarks/bench_backends.py``,
+#: 2026-11-25: a TRON fit with the tree at 10,000 x 46 = 3.5 MiB, one pass
+#: 0.062 s, two passes 0.064 s; at 40,000 x 25 = 7.6 MiB one pass is
+#: 5-10 % faster, at 40,000 x 46 and beyond 1.1-2.3x; ``bench_hessvec.py``
+#: part [2]: MQ2008 Fold1, 3.5 MB, one pass 1.1x the two-pass time).
+#: 4 MiB: past a core's 2 MiB of L2, below the 7.6 MiB measured faster.
+ONE_PASS_MIN_BYTES = 4 * 2**20
+
+#: The shape :func:`choose_backend` assumes when it is not told the number
+#: of features or levels (LETOR 4.0: 46 features, 3 levels).
+DEFAULT_FEATURES = 46
+DEFAULT_LEVELS = 3
 
 
-def choose_backend(n_pairs: int, n_samples: int, which: str = "all") -> str:
+def choose_backend(n_pairs: int, n_samples: int, which: str = "all", *,
+                   n_features: float = DEFAULT_FEATURES,
+                   n_levels: int = DEFAULT_LEVELS,
+                   one_pass: bool | None = None) -> str:
     """The backend ``"auto"`` resolves to (explicit pairs or the tree).
 
-    Partial pairs need explicit pairs.  Otherwise the tree is used above
-    ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document (the measured crossover)
-    or when the pair arrays would need more than ``AUTO_MAX_PAIR_BYTES``.
+    Partial pairs need explicit pairs; above ``AUTO_MAX_PAIR_BYTES`` of pair
+    arrays the tree is used.  Otherwise the backend whose modelled cost of
+    a TRON fit is smaller (:func:`refimpl.losses._backend_cost.fit_cost`,
+    constants measured by ``benchmarks/bench_backends.py``): explicit pairs
+    against the tree with one pass over ``X`` (``one_pass=True``) or two
+    BLAS mat-vecs (``False``; ``None``: one pass when a dense ``X`` of this
+    shape has at least ``ONE_PASS_MIN_BYTES``, as ``one_pass="auto"``
+    decides for a query-grouped ``X``).  ``n_features`` is the number of
+    stored values per row (a sparse ``X``: ``X.nnz / n_samples``).  The
+    choice is a deterministic function of the shape; more pairs per
+    document (same ``n_samples``, ``n_features``, ``n_levels``) never
+    turn a tree choice into explicit pairs.
     """
     if which != "all":
         return "pairs"
     if n_pairs * BYTES_PER_PAIR > AUTO_MAX_PAIR_BYTES:
         return "tree"
-    if n_pairs <= AUTO_TREE_PAIRS_PER_DOC * n_samples:
-        return "pairs"
-    return "tree"
+    if one_pass is None:
+        one_pass = n_samples * n_features * 8 >= ONE_PASS_MIN_BYTES
+    tree = "tree1" if one_pass else "tree2"
+    best = _cost.cheapest(n_samples, n_features, n_pairs, n_levels,
+                          configs=("pairs", tree))
+    return "pairs" if best == "pairs" else "tree"
+
+
+def count_levels(y) -> int:
+    """Number of distinct relevance labels (O(n) for small integer labels)."""
+    y = np.asarray(y)
+    if y.size == 0:
+        return 0
+    lo, hi = y.min(), y.max()
+    if lo >= 0 and hi <= 4096:
+        yi = y.astype(np.int64)
+        if np.array_equal(yi, y):
+            return int(np.count_nonzero(np.bincount(yi)))
+    return int(len(np.unique(y)))
 
 
 #: Per document, the O(l) arrays of the tree backend (order, levels, the sort,
@@ -185,9 +217,13 @@ def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
     terms : dict of str to int
         Bytes: ``"tree"`` (and ``"grouped copy"``) or ``"pairs"``.
     """
-    if backend == "auto":
-        backend = choose_backend(n_pairs, n_docs, which)
     X = n_docs * n_features * 8
+    if backend == "auto":
+        tree_one_pass = (one_pass if isinstance(one_pass, bool) else
+                         X >= ONE_PASS_MIN_BYTES
+                         and (grouped or X <= ONE_PASS_COPY_MAX_BYTES))
+        backend = choose_backend(n_pairs, n_docs, which, n_features=n_features,
+                                 one_pass=tree_one_pass)
     if backend == "tree":
         terms = {"tree": n_docs * TREE_BYTES_PER_DOC}
         if (not grouped and one_pass == "auto"
@@ -221,9 +257,12 @@ class PairwiseSquaredHinge(CachedObjective):
         call); ``"numpy"``: the vectorised reference; ``"tree"``: Lee & Lin's
         order-statistic-tree statistics (O(l log l) per function and
         O(l log k) per Hessian-vector product, no pair arrays at all);
-        ``"auto"``: the tree when there are more than
-        ``AUTO_TREE_PAIRS_PER_DOC`` pairs per document or when the pair
-        arrays would exceed ``AUTO_MAX_PAIR_BYTES``, else explicit pairs.
+        ``"auto"``: the one of explicit pairs and the tree whose measured
+        cost model (:func:`choose_backend`) predicts the faster TRON fit at
+        this shape (documents, features, pairs, levels, and whether the
+        tree takes one pass over ``X``), and the tree whenever the pair
+        arrays would exceed ``AUTO_MAX_PAIR_BYTES``.  Every backend computes
+        the same function, so the choice changes the time, not the fit.
     tree_method : {"selection_tree", "avl", "direct", "prsvm"}
         The structure the tree backend uses (Lee & Lin sections 2.2-2.4, and
         the PRSVM+ decomposition of section 3.1 as a baseline).
@@ -238,7 +277,7 @@ class PairwiseSquaredHinge(CachedObjective):
         while ``X_q`` is in the cache) instead of two BLAS mat-vecs around
         the tree.  ``"auto"`` uses it when ``X`` has at least
         ``ONE_PASS_MIN_BYTES`` (a smaller ``X`` stays in the cache, and two
-        passes cost no more) and, since the pass needs each query's rows
+        passes cost no more: ``benchmarks/bench_backends.py``) and, since the pass needs each query's rows
         adjacent, when the input lists every query's documents together (no
         copy) or a query-grouped copy of ``X`` needs at most
         ``ONE_PASS_COPY_MAX_BYTES``; ``True`` always uses it (copying if
@@ -305,7 +344,12 @@ class PairwiseSquaredHinge(CachedObjective):
                 "labels, so a pairwise ranking loss is identically zero"
             )
         if backend == "auto":
-            backend = choose_backend(self.n_pairs, n, which)
+            d = (self.X.nnz / max(n, 1) if sp.issparse(self.X)
+                 else self.X.shape[1])
+            backend = choose_backend(
+                self.n_pairs, n, which, n_features=d,
+                n_levels=count_levels(self.y) if which == "all" else 2,
+                one_pass=self._use_one_pass("tree", one_pass))
         self.backend = backend
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)
