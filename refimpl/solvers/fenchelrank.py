@@ -215,8 +215,9 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         from ``loss.label_blocks()``, the exact step in one pass that keeps
         only the breakpoints near the last step (see Notes; ``variant=
         "paper"``, dense ``X``, all pairs); ``"newton"``: safeguarded Newton
-        on ``L(w_t + mu b_t)`` through ``fun``/``grad``/``hess_vec`` only,
-        so it works with the pair-free tree backend; ``"auto"``:
+        on ``L(w_t + mu b_t)``: with the selection-tree backend on the
+        scores alone (see *Tree backend* in Notes), with any other loss
+        through ``fun``/``grad``/``hess_vec`` only; ``"auto"``:
         ``"blocks"`` for the paper's variant with the exact step when the
         loss holds explicit pairs and has label blocks, else ``"pairs"``
         when it holds explicit pairs, else ``"newton"``.
@@ -365,9 +366,29 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     ``X w`` product; ``z`` is recomputed every :data:`REFRESH_EVERY`
     updates, and a gap below ``tol`` is confirmed with ``loss.fun`` and
     ``loss.grad`` at ``w`` (fresh ``X w``) before the solver stops.  The
-    gradient ``X^T dz`` is the one product per update.  Otherwise (the tree
-    backend, ``linesearch="newton"``) value, gradient and Newton line
-    search go through the loss as in Algorithm 1.
+    gradient ``X^T dz`` is the one product per update.  Otherwise (a loss
+    with neither pairs nor a tree state, ``linesearch="newton"``) value,
+    gradient and Newton line search go through the loss as in Algorithm 1.
+
+    *Tree backend* (``loss.tree_score_space()`` not ``None``; every
+    variant, the paper's included, with the exact step and
+    ``linesearch="auto"`` or ``"newton"``).  The same scores carried along
+    the steps, in the tree's row order; along a step the scores move as
+    ``z + t u`` with ``u = X d`` (one or two columns of ``X``, or ``z``
+    itself), so ``phi(t) = L(z + t u)`` is a convex piecewise quadratic
+    whose slope ``dz(z + t u)^T u`` and curvature ``u^T H u`` cost one sweep
+    of the order-statistic tree each (the sort started from the last
+    order, O(l log l) at most), never a pass over ``X`` nor a pair array.
+    :func:`newton_linesearch` needs about three of them; the tree's state
+    then sits at the new iterate, so an update costs those sweeps plus one
+    ``X^T dz`` (about 2-2.5 value+gradient passes at 301,916 x 136,
+    ``benchmarks/bench_fenchelrank.py --scale``).  The iterates are those
+    of the explicit-pairs path to 1e-12 with the same greedy coordinates
+    (``tests/test_fenchelrank_tree.py``, MQ2008 Fold 1 included).  For the
+    fast variants a tie between vertices' values ``g^T v`` within
+    :data:`TIE_RTOL` ``||g||_inf`` (an exact step along ``s e_j - v``
+    leaves one) is broken by index, not by rounding, so the backends choose
+    the same vertices.
 
     Other slips of the paper: the first line of eq. 3 reads
     ``min_w (1/r) sum max(0, 1 - ...)^2`` where
