@@ -365,6 +365,10 @@ def validate_X(estimator, X, *, reset: bool, name: str = "X"):
     """
     from sklearn.utils.validation import validate_data
 
+    if isinstance(X, RankingProblem):
+        # its X, checked once already; validate_data records or compares
+        # n_features_in_ and returns it as it is
+        X = X.X
     try:
         # dtype="numeric": an object array of numbers is converted as scikit-learn
         # converts it (a non-number entry is a TypeError naming its type)
@@ -405,12 +409,28 @@ def check_fit_input(estimator, X, y, qid):
     a single row is refused (one document forms no preference pair).
     Records ``n_queries_in_``, the number of queries of the fit.
 
+    ``X`` may be a :class:`RankingProblem` (``y`` and ``qid`` then
+    ``None`` or its own): its labels and grouping are used as they are,
+    and only what ``fit`` records from ``X`` is taken from its matrix (the
+    runner fits every task on the problem it validated once).
+
     Returns
     -------
     RankingProblem
         The validated data and its query grouping, to be passed down to the
         losses, which then check nothing again.
     """
+    if isinstance(X, RankingProblem):
+        if (y is not None and y is not X.y) or (qid is not None and qid is not X.qid):
+            raise DataError("a RankingProblem already holds y and qid: pass it "
+                            "alone (or with its own y and qid)")
+        reset_fitted(estimator)
+        X_checked = validate_X(estimator, X.X, reset=True)
+        refuse_single_document(estimator, X.n_samples)
+        estimator.n_queries_in_ = X.n_queries
+        if X_checked is X.X:
+            return X
+        return RankingProblem(X=X_checked, y=X.y, qid=X.qid, groups=X.groups)
     reset_fitted(estimator)
     check_y_given(estimator, y)
     X = validate_X(estimator, X, reset=True)

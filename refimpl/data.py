@@ -24,7 +24,6 @@ import os
 import re
 import stat
 import time
-import uuid
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -35,7 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from . import _io
 from . import _jsonfile as js
+from ._layout import find_file, fold_layouts
 from ._validation import check_labels, check_nonnegative, check_X, group_queries
 from .exceptions import DataError, DatasetNotFoundError
 from .kernels import svmlight as _sv
@@ -162,7 +163,7 @@ def _quote(line: bytes) -> str:
 
 def _data_cache_dir() -> Path:
     """``refimpl.datasets.data_home()``: ``$REFIMPL_DATA``, else the user cache."""
-    from .datasets import data_home  # datasets imports this module
+    from .datasets import data_home  # an optional module, imported when needed
 
     return data_home()
 
@@ -359,10 +360,10 @@ _CACHE_FORMAT = "refimpl-letor-cache"
 # Bump when the parser's result for some file changes.
 _CACHE_VERSION = 1
 _CACHE_ARRAYS = ("X", "y", "qid", "comments")
-# A file whose mtime is this close to the moment its hash was taken may be
-# rewritten within the clock's granularity without changing size or mtime:
-# such an entry is re-hashed on every load (git's "racily clean" rule).
-_RACY_NS = 2_000_000_000
+# A file whose mtime is within refimpl._io.RACY_NS of the moment its hash
+# was taken may be rewritten within the clock's granularity without changing
+# size or mtime: such an entry is re-hashed on every load (git's "racily
+# clean" rule).
 
 
 def _cache_stems(path: Path, dtype: np.dtype, folder: Path) -> list[Path]:
@@ -402,14 +403,6 @@ _CACHE_META = js.record(
 )
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _crc(a: np.ndarray) -> int:
     return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B"))
 
@@ -444,9 +437,9 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
             trusted = (
                 meta["mtime_ns"] == st.st_mtime_ns
                 and meta.get("ctime_ns") == st.st_ctime_ns
-                and meta["hashed_ns"] - st.st_mtime_ns > _RACY_NS
+                and not _io.is_racy(st.st_mtime_ns, meta["hashed_ns"])
             )
-            if not trusted and _file_sha256(path) != meta["sha256"]:
+            if not trusted and _io.file_hash(path) != meta["sha256"]:
                 return None  # the data changed
             arrays = {}
             for key in _CACHE_ARRAYS:
@@ -474,17 +467,6 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
             )
             return None
     return None
-
-
-def _atomic_save(target: Path, write) -> None:
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _writable_dir(folder: Path) -> bool:
@@ -524,7 +506,7 @@ def _write_cache(path, st, sha, dtype, arrays, width, folder) -> Path | None:
             meta_path.unlink(missing_ok=True)
             for key in _CACHE_ARRAYS:
                 a = np.ascontiguousarray(arrays[key])
-                _atomic_save(
+                _io.atomic_write(
                     stem.with_name(f"{stem.name}.{key}.npy"),
                     lambda f, a=a: np.save(f, a, allow_pickle=False),
                 )
@@ -532,7 +514,7 @@ def _write_cache(path, st, sha, dtype, arrays, width, folder) -> Path | None:
                     "shape": list(a.shape), "dtype": a.dtype.str, "crc32": _crc(a)
                 }
             text = json.dumps(meta, indent=1).encode()
-            _atomic_save(meta_path, lambda f, text=text: f.write(text))
+            _io.atomic_write(meta_path, lambda f, text=text: f.write(text))
             return meta_path
         except OSError as exc:
             errors.append(f"{stem.parent}: {exc}")
@@ -706,7 +688,7 @@ def load_letor(
         sha = (
             hashlib.sha256(buf).hexdigest()
             if real.suffix.lower() not in (".gz", ".bz2")
-            else _file_sha256(real)
+            else _io.file_hash(real)
         )
         natural = X if X.shape[1] == width else X[:, :width]
         _write_cache(
@@ -790,43 +772,6 @@ def letor_home(root=None) -> Path:
     return Path(os.fspath(root)).expanduser()
 
 
-def _find(stem: Path):
-    """``stem`` or ``stem.gz``, whichever exists (plain first); and both tried."""
-    tried = [stem, stem.with_name(stem.name + ".gz")]
-    for p in tried:
-        if p.is_file():
-            return p, tried
-    return None, tried
-
-
-def _fold_layouts(base: Path, fold: int):
-    """Candidate layouts: (description, {split: [file stems]}), in search order."""
-    fold_dir = base / f"Fold{fold}"
-    parts = [base / f"S{(fold - 1 + j) % 5 + 1}.txt" for j in range(5)]
-    return [
-        (
-            "LETOR 4.0 / MSLR fold directory",
-            {
-                "train": [fold_dir / "train.txt"],
-                "vali": [fold_dir / "vali.txt"],
-                "test": [fold_dir / "test.txt"],
-            },
-        ),
-        (
-            "LETOR 3.0 fold directory",
-            {
-                "train": [fold_dir / "trainingset.txt"],
-                "vali": [fold_dir / "validationset.txt"],
-                "test": [fold_dir / "testset.txt"],
-            },
-        ),
-        (
-            "five partitions S1..S5",
-            {"train": parts[:3], "vali": [parts[3]], "test": [parts[4]]},
-        ),
-    ]
-
-
 def load_letor_fold(
     name, fold, root=None, *, n_features=None, dtype=np.float64, cache=True
 ) -> LetorFold:
@@ -890,12 +835,12 @@ def load_letor_fold(
 
     searched = []
     chosen = None
-    for description, stems in _fold_layouts(base, fold):
+    for description, stems in fold_layouts(base, fold):
         found, tried = {}, []
         for split, split_stems in stems.items():
             files = []
             for stem in split_stems:
-                p, t = _find(stem)
+                p, t = find_file(stem)
                 tried.extend(t)
                 files.append(p)
             found[split] = files

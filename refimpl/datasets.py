@@ -84,7 +84,6 @@ Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -101,8 +100,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _io
 from . import _jsonfile as js
-from .data import _find, _fold_layouts
+from ._layout import fold_files
 from .exceptions import DataError, DatasetNotFoundError
 
 __all__ = [
@@ -565,13 +565,8 @@ def _unmanaged_complete(base: Path, source: LetorSource) -> bool:
     """
     if not base.is_dir():
         return False
-    for fold in range(1, source.n_folds + 1):
-        if not any(
-            all(_find(stem)[0] is not None for stems in layout.values() for stem in stems)
-            for _, layout in _fold_layouts(base, fold)
-        ):
-            return False
-    return True
+    return all(fold_files(base, fold) is not None
+               for fold in range(1, source.n_folds + 1))
 
 
 # What a manifest must hold to be trusted: relative names without "..",
@@ -667,12 +662,6 @@ def _by_hand(source: LetorSource) -> str:
 # --------------------------------------------------------------------------
 
 
-def _file_hash(path: Path, algorithm: str = "sha256") -> str:
-    import pooch
-
-    return pooch.file_hash(str(path), alg=algorithm)
-
-
 def _crc32(path: Path) -> int:
     crc = 0
     with open(path, "rb") as f:
@@ -690,10 +679,10 @@ def _check_archive(source: LetorSource, archive: Path, origin: str) -> str:
             f"{source.archive_size} (published by {source.hash_source}); the file "
             "is incomplete or a different release; nothing was kept"
         )
-    sha256 = _file_hash(archive)
+    sha256 = _io.file_hash(archive)
     if source.archive_hash is not None:
         algorithm, _, expected = source.archive_hash.partition(":")
-        actual = sha256 if algorithm == "sha256" else _file_hash(archive, algorithm)
+        actual = sha256 if algorithm == "sha256" else _io.file_hash(archive, algorithm)
         if actual.lower() != expected.lower():
             raise ChecksumError(
                 f"{origin}: {algorithm} of {archive.name} is {actual}, expected "
@@ -1169,7 +1158,7 @@ def _verify_and_record(final: Path, source: LetorSource, archive_info: dict) -> 
     expected = dict(source.files)
     for path in sorted(p for p in final.rglob("*") if p.is_file()):
         rel = path.relative_to(final).as_posix()
-        sha256 = _file_hash(path)
+        sha256 = _io.file_hash(path)
         if rel in expected and sha256 != expected[rel]:
             raise ChecksumError(
                 f"{archive_info['archive']}: {rel} has sha256 {sha256}, expected "
@@ -1185,7 +1174,8 @@ def _verify_and_record(final: Path, source: LetorSource, archive_info: dict) -> 
         "files": files,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    (final / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
+    # durable: the manifest is what marks the copy complete
+    _io.atomic_write_json(final / MANIFEST, record, durable=True, indent=1)
 
 
 _PART = ".{name}.part-"

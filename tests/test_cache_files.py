@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refimpl import _io
 from refimpl import _jsonfile as js
 from refimpl.data import load_letor, make_synthetic_letor, write_letor
 from refimpl.datasets import MANIFEST, REGISTRY, fetch_letor, prepare_letor
@@ -232,7 +233,7 @@ def test_fuzzed_cache_metadata_is_used_or_rebuilt(cached, data):
 
 _MEMO = {"format": 1, "files": {"/data/a.txt": {
     "stat": [10, 1, 2, 3], "sha256": "0" * 64, "hashed_ns": 5 * 10**9}}}
-_MEMO["checksum"] = runner._memo_checksum(_MEMO["files"])
+_MEMO["checksum"] = _io.json_sha256(_MEMO["files"])
 
 
 @_fuzz
@@ -242,7 +243,7 @@ def test_fuzzed_fingerprint_memo_never_crashes(tmp_path, data):
     path.write_text(data.draw(damaged(_MEMO)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        files = runner._memo_load(path)
+        files = _io.load_digest_memo(path)
     assert isinstance(files, dict)
     assert files in ({}, _MEMO["files"])
     assert all(str(path) in str(w.message) for w in caught)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refimpl import data
+from refimpl import _io, data
 from refimpl.__main__ import main
 from refimpl.exceptions import DataError
 from refimpl.experiments import METHODS, ExperimentConfig, run, runner, validate_config
@@ -137,8 +137,8 @@ def test_fingerprint_memo_spares_rehashing(fake, tmp_path, monkeypatch):
     for f in (fake / "FAKE" / "Fold1").glob("*.txt"):
         os.utime(f, ns=(past, past))
     hashed = []
-    real = runner._sha256_file
-    monkeypatch.setattr(runner, "_sha256_file", lambda p: hashed.append(p) or real(p))
+    real = _io.file_hash
+    monkeypatch.setattr(_io, "file_hash", lambda p, *a: hashed.append(p) or real(p, *a))
     monkeypatch.setattr(runner, "_FILE_MEMO", {})
     out = tmp_path / "out"
     run(cfg(fake, out))
@@ -369,8 +369,9 @@ def test_committed_table_keys_are_unchanged():
     ("ranksvm:C=", r"empty value"),
     ("ranksvm:C=1,1", r"lists 1 twice for parameter 'C'"),
     ("ranksvm:tol=-1e-3", r"parameter 'tol'"),
-    ("gas-e:n_features=10.5", r"'n_features': 10.5 is not accepted; accepted: an integer >= 1"),
-    ("gas-e:n_features=0", r"an integer >= 1"),
+    ("gas-e:n_features_to_select=10.5",
+     r"'n_features_to_select': 10.5 is not accepted; accepted: an integer >= 1"),
+    ("gas-e:n_features_to_select=0", r"an integer >= 1"),
     ("ranksvm-lp:p=1", r"parameter 'p': 1 is not accepted; accepted: a finite real number in \(0, 1\)"),
     ("ranksvm-l1:penalty=l3", r"accepted: one of 'l1', 'log'"),
     ("fenchelrank:max_iter=1.5", r"'max_iter'"),

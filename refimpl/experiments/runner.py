@@ -43,9 +43,14 @@ exits (SIGTERM exits with status 143, like the default action would).
 Tasks run through :class:`joblib.Parallel` (``backend="loky"`` processes
 by default, ``"threading"``, ``"sequential"``, or ``"dask"`` on the
 workers of an existing ``dask.distributed.Client``).  A task loads its
-fold itself (once per worker process), so only the task description
-travels to a worker; on a cluster the LETOR directory must be readable by
-every worker at the same path.
+fold itself, so only the task description travels to a worker; on a
+cluster the LETOR directory must be readable by every worker at the same
+path.  A worker process loads a fold and validates and groups its three
+splits into :class:`~refimpl._validation.RankingProblem`\ s once; every
+task of the fold fits on the training problem (the estimator takes its
+grouping) and predicts and evaluates each of the other two once.  File
+hashes, the fingerprint memo and atomic writes come from
+:mod:`refimpl._io`.
 
 Derived in: book/08_side_by_side.md#side-by-side
 """
@@ -63,7 +68,6 @@ import platform
 import re
 import signal
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -74,14 +78,17 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__ as _REFIMPL_VERSION
+from .. import _io
 from .. import _jsonfile as js
 from .. import data as _data
 from .. import metrics as _metrics
 from .. import pairs as _pairs
-from .._validation import group_queries
+from .._layout import fold_files
+from .._validation import check_scores, ranking_problem
 from ..exceptions import DataError, DatasetNotFoundError
+from ..losses._tree_backend import query_runs
 from .registry import METHODS, SELECTION_METRICS, expand_grid, get_method
-from .scale import ScaleError, check_task
+from .scale import ScaleError, check_scale
 
 __all__ = [
     "BACKENDS",
@@ -230,13 +237,7 @@ def _fold_files(dataset, fold, root):
     The same search as :func:`refimpl.data.load_letor_fold` (first complete
     layout), so that the fingerprint describes the files that are loaded.
     """
-    base = Path(root) / dataset
-    for _, stems in _data._fold_layouts(base, fold):
-        found = {split: [_data._find(stem)[0] for stem in split_stems]
-                 for split, split_stems in stems.items()}
-        if all(p is not None for files in found.values() for p in files):
-            return found
-    return None
+    return fold_files(Path(root) / dataset, fold)
 
 
 def _check_dataset(dataset, folds, letor_home):
@@ -399,61 +400,16 @@ def validate_config(config):
 # What determines a result: data fingerprints and the code
 # --------------------------------------------------------------------------
 
-#: A remembered file hash is trusted only if the file's mtime is this much
-#: older than the moment it was hashed: a file rewritten within the
-#: filesystem's timestamp granularity of being hashed could otherwise keep
-#: its size and mtime with a new content (git's "racily clean" entries).
-_RACY_NS = 2_000_000_000
 #: Fingerprint memo of this process: absolute path -> {"stat", "sha256",
-#: "hashed_ns"}; merged with the memo file of a results directory.
+#: "hashed_ns"} (:func:`refimpl._io.file_digest`); merged with the memo file
+#: of a results directory.
 _FILE_MEMO: dict = {}
 _MEMO_NAME = "fingerprints.json"
-_MEMO_FORMAT = 1
-
-
-def _stat_signature(path):
-    """``(size, mtime_ns, ctime_ns, inode)``: what identifies a file's version."""
-    st = os.stat(path)
-    return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ctime_ns), int(st.st_ino))
-
-
-def _sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _racy(entry):
     """Whether a memo entry's file was modified too close to its hashing."""
-    return entry["stat"][1] >= entry["hashed_ns"] - _RACY_NS
-
-
-def _file_digest(path, memo):
-    """SHA-256 of a file's content, hashed once per version of the file.
-
-    ``memo`` maps an absolute path to the file's stat signature when it was
-    hashed, the hash, and when; it is used while the signature is unchanged
-    and the file was not modified within :data:`_RACY_NS` of being hashed.
-
-    Returns
-    -------
-    (str, tuple)
-        The hex digest and the stat signature it belongs to.
-    """
-    path = os.path.abspath(path)
-    sig = _stat_signature(path)
-    known = memo.get(path)
-    if known is not None and tuple(known["stat"]) == sig and not _racy(known):
-        return known["sha256"], sig
-    started = time.time_ns()
-    digest = _sha256_file(path)
-    if _stat_signature(path) != sig:
-        raise DataError(f"{path} changed while it was being read; run again once "
-                        "it is complete")
-    memo[path] = {"stat": list(sig), "sha256": digest, "hashed_ns": started}
-    return digest, sig
+    return _io.is_racy(entry["stat"][1], entry["hashed_ns"])
 
 
 def _fingerprint(dataset, fold, root, memo):
@@ -484,7 +440,7 @@ def _fingerprint(dataset, fold, root, memo):
         for split, paths in found.items():
             describe[split], content[split] = [], []
             for p in paths:
-                digest, sig = _file_digest(p, memo)
+                digest, sig = _io.file_digest(p, memo)
                 files.append((os.path.abspath(p), sig))
                 describe[split].append({"file": os.path.abspath(p),
                                         "sha256": digest, "size": sig[0]})
@@ -497,78 +453,13 @@ def _fingerprint(dataset, fold, root, memo):
 def _check_unchanged(files):
     for path, sig in files:
         try:
-            now = _stat_signature(path)
+            now = _io.stat_signature(path)
         except OSError as err:
             raise DataError(f"{path} is gone since the run started ({err})") from None
         if now != tuple(sig):
             raise DataError(f"{path} changed since the run started (its size or "
                             "modification time differs from when it was "
                             "fingerprinted); run again")
-
-
-def _memo_checksum(files):
-    blob = json.dumps(files, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-_INT64 = js.integer(-(2**63), 2**63 - 1)
-_MEMO_SCHEMA = js.record({
-    "format": js.const(_MEMO_FORMAT),
-    "checksum": js.string(r"[0-9a-f]{64}"),
-    "files": js.mapping(js.record({
-        "sha256": js.string(r"[0-9a-f]{64}"),
-        "hashed_ns": _INT64,
-        "stat": js.list_of(_INT64, length=4),
-    })),
-})
-
-
-def _memo_load(path):
-    """The valid entries of a fingerprint memo file (``{}`` if none)."""
-    try:
-        stored = js.read_json(path)
-    except FileNotFoundError:
-        return {}
-    except js.MalformedFileError as err:
-        warnings.warn(f"fingerprint memo {path} is unreadable ({err.problem}); the "
-                      "data files are hashed again", RuntimeWarning, stacklevel=3)
-        return {}
-    ok = (_MEMO_SCHEMA(stored, "") is None
-          and stored["checksum"] == _memo_checksum(stored["files"]))
-    files = stored["files"] if ok else None
-    if not ok:
-        warnings.warn(f"fingerprint memo {path} is not valid (format, fields or "
-                      "checksum); the data files are hashed again",
-                      RuntimeWarning, stacklevel=3)
-        return {}
-    return files
-
-
-def _atomic_write_json(path, obj, **dump_kw):
-    """Write ``obj`` to ``path`` through a temporary file in the same directory.
-
-    The temporary file is removed whatever happens (an error, a signal).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, **dump_kw)
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-def _memo_store(path, files):
-    try:
-        _atomic_write_json(path, {"format": _MEMO_FORMAT, "files": files,
-                                  "checksum": _memo_checksum(files)})
-    except OSError as err:
-        warnings.warn(f"cannot write the fingerprint memo {path} ({err}); the "
-                      "data files will be hashed again next time",
-                      RuntimeWarning, stacklevel=3)
 
 
 #: Source files that present results but take no part in computing them.
@@ -679,15 +570,53 @@ def load_fold(dataset, fold, root=None):
     return _load_checked(dataset, fold, root, fp["digest"], fp["files"])
 
 
-def _load_checked(dataset, fold, root, digest, files):
-    """The fold whose files have fingerprint ``digest``; an error if they changed."""
+@dataclass(frozen=True)
+class _FoldProblems:
+    """A fold's three splits, each a validated, grouped ``RankingProblem``."""
+
+    train: object
+    vali: object
+    test: object
+
+    @property
+    def nbytes(self):
+        """Bytes of the three feature matrices (the scale guard's data term)."""
+        return sum(_nbytes(p.X) for p in (self.train, self.vali, self.test))
+
+
+def _nbytes(X):
+    if hasattr(X, "indptr"):                 # scipy.sparse CSR: its three arrays
+        return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+    return int(X.nbytes)
+
+
+@functools.lru_cache(maxsize=8)
+def _problems_version(dataset, fold, root, digest):
+    """The fold of :func:`_load_fold_version`, each split validated and grouped.
+
+    Once per process and version of the data: every task of the fold fits
+    and evaluates on these problems, so no task checks or groups its data
+    again (:func:`refimpl._validation.ranking_problem`).
+    """
+    data = _load_fold_version(dataset, fold, root, digest)
+    return _FoldProblems(*(ranking_problem(*getattr(data, split))
+                           for split in ("train", "vali", "test")))
+
+
+def _load_checked(dataset, fold, root, digest, files, load=_load_fold_version):
+    """The fold whose files have fingerprint ``digest``; an error if they changed.
+
+    ``load``: :func:`_load_fold_version` (a ``LetorFold``) or
+    :func:`_problems_version` (its validated problems).
+    """
     _check_unchanged(files)
-    fold_data = _load_fold_version(dataset, fold, root, digest)
+    fold_data = load(dataset, fold, root, digest)
     try:
         _check_unchanged(files)
     except DataError:
         # what was read may be neither version: never serve it again
         _load_fold_version.cache_clear()
+        _problems_version.cache_clear()
         raise
     return fold_data
 
@@ -740,8 +669,62 @@ def _warning_text(caught):
     return " | ".join(seen)
 
 
+def _evaluate(problem, scores):
+    """Every measure of :func:`refimpl.metrics.evaluate` on a validated split,
+    and the per-query NDCG@1/3/5/10 and AP.
+
+    The split's labels and query grouping come from ``problem``: it is
+    ranked once, and nothing is checked or grouped again (the same numbers
+    as ``evaluate(y, scores, qid, ks=KS)``, ``ndcg_at_k(..., per_query=True)``
+    and ``average_precision(..., per_query=True)``).
+
+    Returns
+    -------
+    (dict, dict)
+        ``{measure: float}`` and ``{"qid": [...], "NDCG@k": [...], "AP": [...]}``.
+    """
+    conv = _metrics.CONVENTIONS["letor4"]
+    ks = np.asarray(KS, dtype=np.int64)
+    groups = problem.groups
+    y_g = problem.y[groups.order]
+    s_g = check_scores(scores, problem.n_samples)[groups.order]
+    qcode = np.repeat(np.arange(groups.n_queries, dtype=np.int64), groups.sizes)
+    _metrics._check_graded(y_g)
+    ranked = _metrics._rank_order(y_g, s_g, qcode, "input")
+    nd, nd_mean = _metrics._ndcg_tables(y_g, qcode, groups.indptr, ranked, ks, conv)
+    prec, ap = _metrics._precision_tables(y_g, groups.indptr, ranked, ks, conv)
+    n_correct, n_pairs, _ = _metrics._pairwise_counts(y_g, s_g, qcode,
+                                                      groups.indptr)
+    values = {f"NDCG@{k}": float(nd[:, j].mean()) for j, k in enumerate(KS)}
+    values.update({f"P@{k}": float(prec[:, j].mean()) for j, k in enumerate(KS)})
+    values.update(MAP=float(ap.mean()), MeanNDCG=float(nd_mean.mean()),
+                  PairwiseAccuracy=n_correct / n_pairs if n_pairs else float("nan"))
+    per_query = {"qid": [int(v) for v in groups.qids]}
+    for k in PER_QUERY_KS:
+        per_query[f"NDCG@{k}"] = nd[:, KS.index(k)].tolist()
+    per_query["AP"] = ap.tolist()
+    return values, per_query
+
+
+def _fit(estimator, problem):
+    """Fit on the validated problem, with its own labels and query ids.
+
+    refimpl's estimators take a ``RankingProblem`` as ``X`` and use its
+    grouping (:func:`refimpl._validation.check_fit_input`); an estimator
+    registered from outside the package gets the arrays.
+    """
+    if type(estimator).__module__.startswith("refimpl."):
+        return estimator.fit(problem, problem.y, problem.qid)
+    return estimator.fit(problem.X, problem.y, problem.qid)
+
+
 def _run_task(task):
-    """Fit, evaluate and describe one (fold, method, params) task."""
+    """Fit, evaluate and describe one (fold, method, params) task.
+
+    On the fold's validated problems (:func:`_problems_version`): the
+    training split is fitted as it is, each of the validation and test
+    splits predicted and evaluated once.
+    """
     method = task.method
     row = {"dataset": task.dataset, "fold": task.fold, "method": method.name,
            "grid_index": task.index, "params": json.dumps(task.params, sort_keys=True),
@@ -749,26 +732,29 @@ def _run_task(task):
     per_query = {}
     try:
         t_load = time.perf_counter()
-        fold = _load_checked(task.dataset, task.fold, task.root,
-                             task.data_digest, task.data_files)
+        fold = _load_checked(task.dataset, task.fold, task.root, task.data_digest,
+                             task.data_files, load=_problems_version)
         row["load_time"] = time.perf_counter() - t_load
-        Xtr, ytr, qtr = fold.train
-        used_in_data = np.any(Xtr != 0, axis=0)
-        row.update(n_train_docs=len(ytr),
-                   n_train_queries=len(np.unique(qtr)),
-                   n_train_pairs=_pairs.n_pairs(ytr, qtr),
-                   n_features=int(Xtr.shape[1]),
+        train = fold.train
+        used_in_data = np.asarray((train.X != 0).sum(axis=0)).ravel() > 0
+        row.update(n_train_docs=train.n_samples, n_train_queries=train.n_queries,
+                   n_train_pairs=_pairs.n_pairs(train), n_features=train.n_features,
                    n_features_nonzero=int(used_in_data.sum()))
         # refuse up front what cannot run at this size (pairs the tree
         # avoids, more memory than there is) rather than die mid-fit
-        guard = check_task(method.name, {**dict(method.fixed), **dict(task.params)},
-                           fold, row["n_train_pairs"])
+        guard = check_scale(
+            method.name, {**dict(method.fixed), **dict(task.params)},
+            n_docs=train.n_samples, n_pairs=row["n_train_pairs"],
+            n_features=train.n_features, max_query=int(train.groups.sizes.max()),
+            data_bytes=fold.nbytes,
+            # a sparse X takes the two-pass path: no copy
+            grouped=hasattr(train.X, "indptr") or query_runs(train.groups) is not None)
         row.update(backend=guard.backend, est_peak_mb=guard.peak_bytes / 2**20)
         estimator = method.build(task.params)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0, c0 = time.perf_counter(), time.thread_time()
-            estimator.fit(Xtr, ytr, qtr)
+            _fit(estimator, train)
             row["fit_time"] = time.perf_counter() - t0
             row["cpu_time"] = time.thread_time() - c0
         row["warnings"] = _warning_text(caught)
@@ -782,20 +768,12 @@ def _run_task(task):
             row["sparsity_all"] = float(used.sum() / used.size)
         else:
             row["nnz"] = row["sparsity"] = row["sparsity_all"] = float("nan")
-        for split in ("vali", "test"):
-            X, y, q = getattr(fold, split)
-            scores = np.asarray(estimator.predict(X), dtype=np.float64)
-            values = _metrics.evaluate(y, scores, q, ks=KS)
-            prefix = "val" if split == "vali" else "test"
+        for prefix, split in (("val", fold.vali), ("test", fold.test)):
+            scores = np.asarray(estimator.predict(split.X), dtype=np.float64)
+            values, split_per_query = _evaluate(split, scores)
             for name, value in values.items():
                 row[f"{prefix}_{name}"] = float(value)
-        X, y, q = fold.test
-        scores = np.asarray(estimator.predict(X), dtype=np.float64)
-        nd = _metrics.ndcg_at_k(y, scores, q, k=list(PER_QUERY_KS), per_query=True)
-        per_query = {"qid": [int(v) for v in group_queries(q, len(y)).qids]}
-        for j, k in enumerate(PER_QUERY_KS):
-            per_query[f"NDCG@{k}"] = nd[:, j].tolist()
-        per_query["AP"] = _metrics.average_precision(y, scores, q, per_query=True).tolist()
+        per_query = split_per_query          # the test split's
     # A failed fit is reported in its row, not fatal to the other tasks.
     except Exception as err:  # noqa: BLE001
         row["status"] = "refused" if isinstance(err, ScaleError) else "error"
@@ -814,9 +792,7 @@ def _cache_path(out_dir, task):
 
 def _checksum(entry):
     """SHA-256 of an entry's canonical JSON, its ``checksum`` field left out."""
-    payload = {k: v for k, v in entry.items() if k != "checksum"}
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return _io.json_sha256({k: v for k, v in entry.items() if k != "checksum"})
 
 
 _INT_FIELDS = ("fold", "grid_index", "n_train_docs", "n_train_queries",
@@ -951,7 +927,7 @@ def _cache_store(path, task, result):
                       RuntimeWarning, stacklevel=2)
         return False
     try:
-        _atomic_write_json(path, entry)
+        _io.atomic_write_json(path, entry)
     except OSError as err:
         warnings.warn(f"cannot write cache entry {path} ({type(err).__name__}: "
                       f"{err}); the result is in this run's tables but not "
@@ -1203,7 +1179,7 @@ def _fingerprints(plan, out_dir):
     """``{fold: fingerprint}`` of the run's data, through the fingerprint memo."""
     memo_path = out_dir / "cache" / _MEMO_NAME if out_dir is not None else None
     if memo_path is not None:
-        for path, entry in _memo_load(memo_path).items():
+        for path, entry in _io.load_digest_memo(memo_path).items():
             known = _FILE_MEMO.get(path)
             if known is None or known["hashed_ns"] < entry["hashed_ns"]:
                 _FILE_MEMO[path] = entry
@@ -1219,7 +1195,7 @@ def _fingerprints(plan, out_dir):
                    != (_FILE_MEMO[p]["stat"], _FILE_MEMO[p]["sha256"])
                    or (_racy(before[p]) and not _racy(_FILE_MEMO[p]))]
         if changed:
-            _memo_store(memo_path, {p: _FILE_MEMO[p] for p in used})
+            _io.store_digest_memo(memo_path, {p: _FILE_MEMO[p] for p in used})
     return out
 
 

@@ -19,12 +19,10 @@ Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 import os
 import platform
-import tempfile
 import textwrap
 import warnings
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from .. import _io
 from .. import _jsonfile as js
 from .. import data as _data
 from .. import metrics as _metrics
@@ -200,31 +199,8 @@ def _file_hashes(dataset, root) -> dict:
     for p in sorted(base.rglob("*")):
         rel = p.relative_to(base)
         if p.is_file() and not any(part.startswith(".") for part in rel.parts):
-            h = hashlib.sha256()
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            out[str(rel)] = h.hexdigest()
+            out[str(rel)] = _io.file_hash(p)
     return out
-
-
-def _atomic_write_json(path: Path, obj) -> None:
-    """Write ``obj`` to ``path`` so that a reader sees the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, allow_nan=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 _SNAPSHOT_SCHEMA = js.record({
@@ -353,7 +329,9 @@ def snapshot(name, compute, *, dataset="MQ2008", tol=1e-9, directory=None,
                 "data_files": _file_hashes(dataset, root),
                 "tolerance": tol}
         compare_values(values, values, tol)           # checks the tolerance keys
-        _atomic_write_json(path, {"provenance": prov, "values": values})
+        # durable: a snapshot is committed with the book
+        _io.atomic_write_json(path, {"provenance": prov, "values": values},
+                              durable=True, indent=1, allow_nan=True)
         _say(f"{dataset}: computed live; wrote {_show(path)}.", out)
         return Snapshot(name, path, values, prov, live=True)
     prov = stored["provenance"]

@@ -1,0 +1,217 @@
+"""Files: content hashes, fingerprints of file versions, atomic writes.
+
+The one home of what the parse cache (:mod:`refimpl.data`), the data-set
+manager (:mod:`refimpl.datasets`), the experiment runner and its snapshots
+(:mod:`refimpl.experiments`) do with files (the schema-checked JSON reader
+sits beside it, in :mod:`refimpl._jsonfile`):
+
+* :func:`file_hash`: a file's SHA-256 (or another :mod:`hashlib` digest);
+* :func:`json_sha256`: the SHA-256 of an object's canonical JSON (the
+  checksums of stored entries);
+* :func:`stat_signature`, :func:`is_racy` and :func:`file_digest`: a file's
+  hash computed once per version of the file (its size, mtime, ctime and
+  inode), trusted only if the file was not modified within :data:`RACY_NS`
+  of being hashed (git's "racily clean" rule); :func:`load_digest_memo` and
+  :func:`store_digest_memo` keep such hashes across runs in a checksummed
+  JSON file;
+* :func:`atomic_write` and :func:`atomic_write_json`: a temporary file in
+  the target's directory, then :func:`os.replace`, so that a reader sees
+  the old file or the new one, and no temporary file is left behind
+  whatever happens; ``durable=True`` also flushes the content to disk
+  (``fsync``) before the rename, for files the project promises to keep
+  (committed snapshots), not for caches that can be recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+from . import _jsonfile as js
+from .exceptions import DataError
+
+__all__ = [
+    "RACY_NS",
+    "atomic_write",
+    "atomic_write_json",
+    "file_digest",
+    "file_hash",
+    "is_racy",
+    "json_sha256",
+    "load_digest_memo",
+    "stat_signature",
+    "store_digest_memo",
+]
+
+#: A hash remembered for a file is trusted only if the file's mtime is this
+#: much older than the moment it was hashed: a file rewritten within the
+#: filesystem's timestamp granularity of being hashed could otherwise keep
+#: its size and mtime with a new content.
+RACY_NS = 2_000_000_000
+_CHUNK = 1 << 20
+
+
+def file_hash(path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file's content (``algorithm``: a :mod:`hashlib` name)."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def json_sha256(obj) -> str:
+    """SHA-256 of ``obj``'s canonical JSON (sorted keys, no spaces)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def stat_signature(path) -> tuple:
+    """``(size, mtime_ns, ctime_ns, inode)``: what identifies a file's version."""
+    st = os.stat(path)
+    return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ctime_ns), int(st.st_ino))
+
+
+def is_racy(mtime_ns: int, hashed_ns: int) -> bool:
+    """Whether a file modified at ``mtime_ns`` was hashed too close after it."""
+    return mtime_ns >= hashed_ns - RACY_NS
+
+
+def file_digest(path, memo: dict):
+    """SHA-256 of a file's content, hashed once per version of the file.
+
+    ``memo`` maps an absolute path to ``{"stat", "sha256", "hashed_ns"}``:
+    the file's :func:`stat_signature` when it was hashed, the hash, and
+    when; it is used while the signature is unchanged and the file was not
+    modified within :data:`RACY_NS` of being hashed, and updated otherwise.
+
+    Returns
+    -------
+    (str, tuple)
+        The hex digest and the stat signature it belongs to.
+
+    Raises
+    ------
+    DataError
+        The file changed while it was being read.
+    """
+    path = os.path.abspath(path)
+    sig = stat_signature(path)
+    known = memo.get(path)
+    if (known is not None and tuple(known["stat"]) == sig
+            and not is_racy(known["stat"][1], known["hashed_ns"])):
+        return known["sha256"], sig
+    started = time.time_ns()
+    digest = file_hash(path)
+    if stat_signature(path) != sig:
+        raise DataError(f"{path} changed while it was being read; run again once "
+                        "it is complete")
+    memo[path] = {"stat": list(sig), "sha256": digest, "hashed_ns": started}
+    return digest, sig
+
+
+_MEMO_FORMAT = 1
+_INT64 = js.integer(-(2**63), 2**63 - 1)
+_MEMO_SCHEMA = js.record({
+    "format": js.const(_MEMO_FORMAT),
+    "checksum": js.string(r"[0-9a-f]{64}"),
+    "files": js.mapping(js.record({
+        "sha256": js.string(r"[0-9a-f]{64}"),
+        "hashed_ns": _INT64,
+        "stat": js.list_of(_INT64, length=4),
+    })),
+})
+
+
+def load_digest_memo(path) -> dict:
+    """The entries of a memo file written by :func:`store_digest_memo`.
+
+    ``{}`` when there is none; a file that is not valid (not JSON, another
+    format, a field missing, a checksum that does not match) is a
+    ``RuntimeWarning`` naming it, and ``{}``.
+    """
+    try:
+        stored = js.read_json(path, _MEMO_SCHEMA)
+    except FileNotFoundError:
+        return {}
+    except js.MalformedFileError as err:
+        warnings.warn(f"fingerprint memo {path} is not valid ({err.problem}); "
+                      "the data files are hashed again", RuntimeWarning,
+                      stacklevel=2)
+        return {}
+    if stored["checksum"] != json_sha256(stored["files"]):
+        warnings.warn(f"fingerprint memo {path} is not valid (its checksum does "
+                      "not match its content); the data files are hashed again",
+                      RuntimeWarning, stacklevel=2)
+        return {}
+    return stored["files"]
+
+
+def store_digest_memo(path, files: dict) -> None:
+    """Write memo entries (as :func:`file_digest` keeps them); a failure warns."""
+    try:
+        atomic_write_json(Path(path), {"format": _MEMO_FORMAT, "files": files,
+                                       "checksum": json_sha256(files)})
+    except OSError as err:
+        warnings.warn(f"cannot write the fingerprint memo {path} ({err}); the "
+                      "data files will be hashed again next time",
+                      RuntimeWarning, stacklevel=2)
+
+
+def atomic_write(path, write, *, binary: bool = True, durable: bool = False) -> None:
+    """Create or replace ``path`` with what ``write(f)`` writes to an open file.
+
+    Through a temporary file in the same directory (created if missing),
+    renamed onto ``path`` by :func:`os.replace`; the temporary file is
+    removed whatever happens (an error, a signal).  The new file's mode is
+    that of :func:`open` (``0o666`` less the umask).  ``durable``: ``fsync``
+    the content before the rename and the directory after it, so that after
+    a crash the file is the old one or the complete new one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # created as open() creates a file (mode 0o666 less the umask), unlike
+    # tempfile.mkstemp's 0o600: the file replaced may be read by others
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w",
+                       **({} if binary else {"encoding": "utf-8"})) as f:
+            write(f)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+        if durable:
+            _fsync_directory(path.parent)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _fsync_directory(folder: Path) -> None:
+    """Flush a directory's entries (the rename) where the system allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path, obj, *, durable: bool = False, **dump_kw) -> None:
+    """:func:`atomic_write` of ``json.dump(obj, **dump_kw)`` and a newline."""
+    def write(f):
+        json.dump(obj, f, **dump_kw)
+        f.write("\n")
+
+    atomic_write(path, write, binary=False, durable=durable)
