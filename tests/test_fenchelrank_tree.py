@@ -301,3 +301,17 @@ def test_mq2008_defaults_stay_on_explicit_pairs():
     X, y, qid = data
     assert FenchelRank(r=8.0, max_iter=5, tol=1e-12).fit(
         X, y, qid).backend_ == "pairs"
+
+
+@pytest.mark.parametrize("variant", ["paper", "away", "face_newton"])
+def test_sparse_X_on_the_tree_path(variant):
+    import scipy.sparse as sp
+
+    X, y, qid = synthetic(6)
+    X = np.where(X > 0.5, X, 0.0)
+    r = 4.0
+    pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-6, max_iter=200,
+                linesearch="pairs", variant=variant)
+    tree = run(loss_of(sp.csr_matrix(X), y, qid, r, "tree"), r, tol=1e-6,
+               max_iter=200, variant=variant)
+    assert_same_run(tree, pairs)
