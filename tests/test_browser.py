@@ -112,7 +112,7 @@ PROBE = r"""
     const name = (m.id || "").replace(/^equation-/, "") ||
                  m.textContent.trim().slice(0, 40);
     if (eqno && end > eqno.getBoundingClientRect().left + 1)
-      labelOverlaps.push(`${name} ${eqno.textContent.trim()}`);
+      labelOverlaps.push(`${name} ${eqno.textContent.replace("#", "").trim()}`);
     else if (end > edge + 1)
       cutDisplays.push(`${name}: ${Math.round(end - edge)}px past its box`);
   }
