@@ -46,7 +46,7 @@ workers of an existing ``dask.distributed.Client``).  A task loads its
 fold itself, so only the task description travels to a worker; on a
 cluster the LETOR directory must be readable by every worker at the same
 path.  A worker process loads a fold and validates and groups its three
-splits into :class:`~refimpl._validation.RankingProblem`\ s once; every
+splits (:class:`~refimpl._validation.RankingProblem`) once; every
 task of the fold fits on the training problem (the estimator takes its
 grouping) and predicts and evaluates each of the other two once.  File
 hashes, the fingerprint memo and atomic writes come from
@@ -798,63 +798,41 @@ def _checksum(entry):
 _INT_FIELDS = ("fold", "grid_index", "n_train_docs", "n_train_queries",
                "n_train_pairs", "n_features", "n_features_nonzero", "n_iter")
 _STR_FIELDS = ("dataset", "method", "params", "key", "status", "error", "warnings")
-
-
-def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_real(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+#: A stored row of a successful task (:mod:`refimpl._jsonfile` schema).
+_ROW_SCHEMA = js.record({
+    **{name: js.string() for name in _STR_FIELDS},
+    **{name: js.integer() for name in _INT_FIELDS},
+    "linear": js.boolean(),
+    "converged": js.const("", True, False),
+    "fit_time": js.real(0), "cpu_time": js.real(0),
+    # NaN when a model has no notion of used features
+    **{name: js.real(0, nan=True) for name in ("nnz", "sparsity", "sparsity_all")},
+    # PairwiseAccuracy is NaN on a split without a pair
+    **{f"{prefix}_{metric}": js.real(0, 1, nan=metric == "PairwiseAccuracy")
+       for prefix in ("val", "test") for metric in SELECTION_METRICS},
+})
+_PER_QUERY_NAMES = ("qid", *(f"NDCG@{k}" for k in PER_QUERY_KS), "AP")
 
 
 def _row_problem(row):
     """Why a stored row is not a well-formed successful task, or ``None``."""
     if not isinstance(row, dict):
         return f"'row' is a {type(row).__name__}, not an object"
-    for name in _STR_FIELDS:
-        if not isinstance(row.get(name), str):
-            return f"row field {name!r} is missing or not a string"
-    for name in _INT_FIELDS:
-        if not _is_int(row.get(name)):
-            return f"row field {name!r} is missing or not an integer"
-    if not isinstance(row.get("linear"), bool):
-        return "row field 'linear' is missing or not true/false"
-    if row.get("converged") not in ("", True, False):
-        return "row field 'converged' is not true, false or empty"
-    for name in ("fit_time", "cpu_time"):
-        v = row.get(name)
-        if not (_is_real(v) and math.isfinite(v) and v >= 0):
-            return f"row field {name!r} is missing or not a finite time >= 0"
-    for name in ("nnz", "sparsity", "sparsity_all"):
-        v = row.get(name)
-        # NaN when a model has no notion of used features
-        if not (_is_real(v) and (math.isnan(v) or 0 <= v)):
-            return f"row field {name!r} is missing or not a count/ratio >= 0"
-    for prefix in ("val", "test"):
-        for metric in SELECTION_METRICS:
-            name = f"{prefix}_{metric}"
-            v = row.get(name)
-            # PairwiseAccuracy is NaN on a split without a pair
-            nan_ok = metric == "PairwiseAccuracy"
-            if not (_is_real(v) and ((nan_ok and math.isnan(v)) or 0 <= v <= 1)):
-                return f"row field {name!r} is missing or not a number in [0, 1]"
-    return None
+    problem = _ROW_SCHEMA(row, "")
+    return None if problem is None else f"row {problem}"
 
 
 def _per_query_problem(per_query):
     if not isinstance(per_query, dict):
         return f"'per_query' is a {type(per_query).__name__}, not an object"
-    names = ["qid"] + [f"NDCG@{k}" for k in PER_QUERY_KS] + ["AP"]
-    if sorted(per_query) != sorted(names):
-        return f"'per_query' must have exactly the fields {', '.join(names)}"
+    if sorted(per_query) != sorted(_PER_QUERY_NAMES):
+        return f"'per_query' must have exactly the fields {', '.join(_PER_QUERY_NAMES)}"
     qids = per_query["qid"]
-    if not isinstance(qids, list) or not qids or not all(map(_is_int, qids)):
+    if js.list_of(js.integer())(qids, "") or not qids:
         return "'per_query' field 'qid' is not a non-empty list of integers"
-    for name in names[1:]:
-        values = per_query[name]
-        if not isinstance(values, list) or len(values) != len(qids) or not all(
-                _is_real(v) and 0 <= v <= 1 for v in values):
+    values = js.list_of(js.real(0, 1), length=len(qids))
+    for name in _PER_QUERY_NAMES[1:]:
+        if values(per_query[name], ""):
             return (f"'per_query' field {name!r} is not a list of {len(qids)} "
                     "numbers in [0, 1]")
     return None
