@@ -400,7 +400,7 @@ def refuse_single_document(estimator, n_samples: int) -> None:
             "preference pairs, and one document forms none")
 
 
-def check_fit_input(estimator, X, y, qid):
+def check_fit_input(estimator, X, y, qid, *, pairwise=True):
     """Reset ``estimator`` and validate ``(X, y, qid)`` for its ``fit``, once.
 
     :func:`reset_fitted`, then :func:`validate_X` with ``reset=True``, then
@@ -408,6 +408,9 @@ def check_fit_input(estimator, X, y, qid):
     parameter and both lengths, e.g. "y has 46 entries but X has 47 rows");
     a single row is refused (one document forms no preference pair).
     Records ``n_queries_in_``, the number of queries of the fit.
+
+    ``pairwise=False`` (a pointwise or listwise learner, which needs no
+    pair) accepts a single row.
 
     ``X`` may be a :class:`RankingProblem` (``y`` and ``qid`` then
     ``None`` or its own): its labels and grouping are used as they are,
@@ -426,7 +429,8 @@ def check_fit_input(estimator, X, y, qid):
                             "alone (or with its own y and qid)")
         reset_fitted(estimator)
         X_checked = validate_X(estimator, X.X, reset=True)
-        refuse_single_document(estimator, X.n_samples)
+        if pairwise:
+            refuse_single_document(estimator, X.n_samples)
         estimator.n_queries_in_ = X.n_queries
         if X_checked is X.X:
             return X
@@ -435,7 +439,8 @@ def check_fit_input(estimator, X, y, qid):
     check_y_given(estimator, y)
     X = validate_X(estimator, X, reset=True)
     n = X.shape[0]
-    refuse_single_document(estimator, n)
+    if pairwise:
+        refuse_single_document(estimator, n)
     y = check_labels(y, n)
     problem = RankingProblem(X=X, y=y, qid=qid, groups=group_queries(qid, n))
     # n_queries_in_, like n_features_in_: score() refuses qid=None after a
