@@ -40,6 +40,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--disable-extensions",
+         "--disable-breakpad", "--disable-crash-reporter",
          "--hide-scrollbars", "--mute-audio"]
 
 
