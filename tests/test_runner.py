@@ -331,3 +331,32 @@ def test_cli_dask_local_cluster(tiny_root, tmp_path):
     tasks = load_results(tmp_path / "TINY")["tasks"]
     assert [json.loads(t["params"]) for t in tasks] == [{"C": 0.1}, {"C": 1}]
     assert all(t["status"] == "ok" and not t["cached"] for t in tasks)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_runners_evaluation_is_the_metrics_modules(seed):
+    """``runner._evaluate`` ranks a validated split once; its numbers are
+    ``metrics.evaluate``'s and the per-query ``ndcg_at_k`` and
+    ``average_precision``, exactly (queries out of order, tied scores, a
+    query without a relevant document)."""
+    from refimpl._validation import ranking_problem
+    from refimpl.experiments import runner
+
+    rng = np.random.default_rng(seed)
+    n = 120
+    qid = rng.integers(0, 9, size=n)
+    y = rng.integers(0, 3, size=n).astype(float)
+    y[qid == 0] = 0.0
+    scores = rng.integers(0, 4, size=n).astype(float)       # many ties
+    values, per_query = runner._evaluate(
+        ranking_problem(rng.normal(size=(n, 3)), y, qid), scores)
+    expected = metrics.evaluate(y, scores, qid, ks=runner.KS)
+    assert values.keys() == expected.keys()
+    assert all(v == values[k] or (np.isnan(v) and np.isnan(values[k]))
+               for k, v in expected.items())
+    assert per_query["qid"] == sorted(set(qid.tolist()))
+    nd = metrics.ndcg_at_k(y, scores, qid, k=list(runner.PER_QUERY_KS), per_query=True)
+    for j, k in enumerate(runner.PER_QUERY_KS):
+        assert per_query[f"NDCG@{k}"] == nd[:, j].tolist()
+    assert per_query["AP"] == metrics.average_precision(y, scores, qid,
+                                                        per_query=True).tolist()
