@@ -1,6 +1,6 @@
 """Command line: ``python -m refimpl run ...`` and ``python -m refimpl methods``.
 
-Derived in: book/08_side_by_side.md#side-by-side
+Derived in: book/10_running_experiments.md#run-cli
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _parse_grid(items):
 def build_parser():
     """The argument parser of ``python -m refimpl``.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
     """
     parser = argparse.ArgumentParser(
         prog="python -m refimpl",
@@ -182,7 +182,7 @@ def main(argv=None):
     killing the process outright, so the worker processes end with it;
     Ctrl-C (SIGINT) returns 130 after the workers are stopped.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
     """
     args = build_parser().parse_args(argv)
     if args.command == "methods":

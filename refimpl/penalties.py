@@ -82,7 +82,7 @@ class L1:
 
     and with ``alpha = 1`` it is the regulariser of RankSVM-l1 (their eq. 7).
 
-    Derived in: book/04_fsmrank_nesterov.md#fsmrank
+    Derived in: book/02_convex_toolkit.md#tk-prox
 
     Parameters
     ----------

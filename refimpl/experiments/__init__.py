@@ -11,7 +11,7 @@
 
 Command line: ``python -m refimpl run --help``.
 
-Derived in: book/08_side_by_side.md#side-by-side
+Derived in: book/10_running_experiments.md#run-registry
 """
 
 from .registry import (

@@ -19,7 +19,7 @@ block that ends at the array's end through the specification instead).
 The pure-Python definitions are the specification: the kernels' ``py_func``
 call them, and the tests compare the two.
 
-Derived in: book/03_fenchelrank_duality.md#fenchelrank
+Derived in: book/09_making_it_fast.md#fast-block-lanes
 """
 
 from numba import types

@@ -29,7 +29,7 @@ across the loop (one vector addition per element on the dependency
 chain, instead of a store and a reload per step), and each state is the
 one :func:`dd_step` would reach after the same insertions, bit for bit.
 
-Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/09_making_it_fast.md#fast-exact-sums
 """
 
 from numba import types

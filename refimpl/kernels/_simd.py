@@ -24,7 +24,7 @@ processor's instruction, or the C library's ``fma`` where there is none),
 so ``fma(a, b, -fl(a * b))`` is the exact error of a product.  In Python it
 is computed exactly with fractions and rounded once.
 
-Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/09_making_it_fast.md#fast-simd
 """
 
 import math

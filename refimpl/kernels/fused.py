@@ -39,7 +39,7 @@ IEEE-754 multiplication or addition (no FMA contraction without
 depend on the BLAS library; they differ from BLAS's ``X @ s`` in the last
 bits only (another summation order), like two BLAS kernels differ.
 
-Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+Derived in: book/09_making_it_fast.md#fast-one-pass
 """
 
 import numpy as np
@@ -86,7 +86,7 @@ def row_dots(X, w, z):
     the bits of the scores the one-pass kernels compute inside their pass,
     whichever array the row is read from.
 
-    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/09_making_it_fast.md#fast-one-pass
     """
     for r in range(X.shape[0]):
         z[r] = row_dot(X, r, w)
@@ -102,7 +102,7 @@ def scores_grad_one_pass(X, w, dz, z, grad):
     rounding never accumulates from one step to the next).  Each row is
     read once, for its dot product and its share of the gradient.
 
-    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/09_making_it_fast.md#fast-one-pass
     """
     grad[:] = 0.0
     n = X.shape[0]
@@ -152,7 +152,7 @@ def hess_vec_one_pass(X, s, nlev, perm, indptr, sweep, t, u, out):
     out : ndarray of float64, shape (d,)
         Output ``X^T u``.
 
-    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/09_making_it_fast.md#fast-one-pass
     """
     kmax, lmax = _largest_query(nlev, indptr)
     out[:] = 0.0
@@ -228,7 +228,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
         The loss ``sum_SV r_ij^2``, as
         :func:`~refimpl.kernels.ostree.value_dz_selection_tree` sums it.
 
-    Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
+    Derived in: book/09_making_it_fast.md#fast-one-pass
     """
     kmax, lmax = _largest_query(nlev, indptr)
     pmax = _pow2_at_least(kmax)

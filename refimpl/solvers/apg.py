@@ -291,7 +291,9 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
       Nesterov 2007 / SLEP's ``lFlag=1``, not implemented here).  Since
       ``L0`` bounds ``L_f``, at most 10 doublings beyond the start are
       ever needed, and Theorem 2's rate ``2 L0 ||w_0 - w^*||^2/(t+1)^2``
-      holds up to the factor ``eta`` (``L_k <= eta L_f``).
+      holds with ``L0`` itself: the trial values ``L0 * gamma**(j - 10)``
+      reach ``L0`` after ten failures, so the accepted ``L_k`` never
+      exceeds ``L0`` (book, chapter 4).
     * ``"fixed"``: ``L = L0`` throughout, no test; ``L0`` must bound the
       Lipschitz constant of ``grad f``.
     * ``"adaptive"``: FISTA-BKTR of Scheinberg, Goldfarb & Bai (2014),

@@ -333,12 +333,13 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     Frank-Wolfe gap, else the paper's step.  Both use the exact step on
     their segment, so ``G`` decreases monotonically, and a step that reaches
     the end of its segment drops ``v_t`` from the active set.  On a polytope
-    these steps converge linearly for objectives of the form ``h(K w)``
-    with ``h`` strongly convex (Lacoste-Julien & Jaggi 2015, Theorem 1) and,
-    more generally, under the quadratic growth that a convex piecewise
-    quadratic such as eq. 4 has on a polytope; Algorithm 1's rate is only
-    O(1/t) when the optimum lies on a face, since its steps towards
-    vertices can never remove weight from the wrong ones.
+    away steps converge linearly for objectives of the form ``h(K w)``
+    with ``h`` strongly convex (Lacoste-Julien & Jaggi 2015, Theorem 1;
+    Beck & Shtern 2017); pairwise steps are only shown to make a fraction
+    of good steps.  The squared hinge ``h`` of eq. 4 is not strongly convex,
+    so no linear rate is claimed here: the fast variants are observed,
+    not proved, to beat Algorithm 1, whose proved rate is O(1/t) (book,
+    Theorem 3.2).
 
     ``"face_newton"`` takes the pairwise step only when the greedy vertex
     ``s e_j`` is not in the active set (it adds a feature).  Otherwise
@@ -485,7 +486,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
         g = -r2 * gL                                   # g_t = K^T d_t
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                 # eq. 16
+        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
         # a NaN gap fails `gap <= tol` and would run to max_iter; an
         # infinite one can never certify anything
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
@@ -553,7 +554,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             w = last[0]                                # w_t + mu_t b_t
         else:
             w = (1.0 - mu) * w
-            w[j] += mu * s                             # eq. 18
+            w[j] += mu * s                            # paper's eq. 18
         mu_last, j_last = mu, j
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
@@ -978,7 +979,7 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
         g = -r2 * gL                                   # g_t = K^T d_t
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                 # eq. 16
+        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
         if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop with the loss itself at w (fresh X w), so that

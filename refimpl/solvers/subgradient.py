@@ -48,7 +48,7 @@ def project_l1_ball(v, radius=1.0):
     -------
     ndarray of shape (d,)
 
-    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    Derived in: book/02_convex_toolkit.md#tk-l1-ball
     """
     v = np.asarray(v, dtype=np.float64)
     radius = float(radius)

@@ -1,4 +1,4 @@
-"""A trust-region Newton method (TRON) for smooth, twice-differentiable objectives.
+"""A trust-region Newton method (TRON): Lipschitz gradient, generalised Hessian.
 
 The method of Lin & Moré (1999) as used for linear SVMs by Lin, Weng & Keerthi
 (2008) in LIBLINEAR (``tron.cpp``) and for linear RankSVM by Lee & Lin (2014),
