@@ -150,7 +150,7 @@ def check_pair_counts(fn) -> CheckResult:
         return (np.array(z) / 2.0, np.array(y), np.array(q))
 
     return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
-                       max_examples=80, what="your pair counts")
+                       max_examples=80, what="your pair-count function")
 
 
 # --------------------------------------------------------------------------
