@@ -188,11 +188,11 @@ def merge_runs(runs):
     the best over runs is the better estimate of each operation's cost.
     """
     merged = [dict(r, t=dict(r["t"])) for r in runs[0]]
-    for run in runs[1:]:
-        for m, r in zip(merged, run):
-            assert (m["n"], m["d"], m["m"], m["k"]) == (r["n"], r["d"], r["m"], r["k"])
+    index = {(m["n"], m["d"], m["m"], m["k"]): m for m in merged}
+    for run in runs[1:]:  # later runs may cover part of the grid (--only)
+        for r in run:
+            m = index[(r["n"], r["d"], r["m"], r["k"])]
             m["t"] = {key: min(v, r["t"][key]) for key, v in m["t"].items()}
-            m["default"] = r["default"]  # the latest run's code
     return merged
 
 
@@ -214,6 +214,9 @@ def main(argv=None):
                     "several runs are merged by the best time of each entry")
     ap.add_argument("--quick", action="store_true",
                     help="only the first few shapes (a smoke test)")
+    ap.add_argument("--only", type=lambda v: [int(i) for i in v.split(",")],
+                    default=None, help="measure only these shapes (1-based "
+                    "indices into GRID), e.g. to repeat the close calls")
     args = ap.parse_args(argv)
     if args.from_json:
         rows = merge_runs([json.loads(f.read_text())["rows"]
@@ -227,6 +230,8 @@ def main(argv=None):
                      RankSVM(C=1.0, backend="pairs").fit)
         rows = []
         grid = GRID[:3] if args.quick else GRID
+        if args.only:
+            grid = [GRID[i - 1] for i in args.only]
         for i, (n, d, m, k) in enumerate(grid):
             t0 = time.perf_counter()
             rows.append(measure_shape(n, d, m, k, args.rounds))

@@ -132,11 +132,11 @@ ONE_PASS = ("auto", True, False)
 #: ``one_pass="auto"`` streams ``X`` once per product only from this size on:
 #: a smaller ``X`` stays in the cache between the two BLAS mat-vecs, and
 #: there one pass gains nothing (``benchmarks/bench_backends.py``,
-#: 2026-11-25: a TRON fit with the tree at 10,000 x 46 = 3.5 MiB, one pass
-#: 0.062 s, two passes 0.064 s; at 40,000 x 25 = 7.6 MiB one pass is
-#: 5-10 % faster, at 40,000 x 46 and beyond 1.1-2.3x; ``bench_hessvec.py``
-#: part [2]: MQ2008 Fold1, 3.5 MB, one pass 1.1x the two-pass time).
-#: 4 MiB: past a core's 2 MiB of L2, below the 7.6 MiB measured faster.
+#: 2026-11-25, modelled TRON fits with the tree: at 10,000 x 46 = 3.5 MiB
+#: one pass 1.1x the two-pass time, at 40,000 x 25 = 7.6 MiB 0.97-1.04x,
+#: at 40,000 x 46 = 14 MiB 0.84-0.88x, from 40,000 x 136 = 41 MiB
+#: 0.43-0.75x; ``bench_hessvec.py`` part [2]: MQ2008 Fold1, 3.5 MB, 1.1x).
+#: 4 MiB: past a core's 2 MiB of L2, where the two paths cost the same.
 ONE_PASS_MIN_BYTES = 4 * 2**20
 
 #: The shape :func:`choose_backend` assumes when it is not told the number
