@@ -121,7 +121,4 @@ def test_private_apis_are_imported_only_in_compat():
             for name in names:
                 if not name.startswith(("refimpl",)) and private.search(name):
                     offenders.append(f"{path.relative_to(ROOT)}: {name}")
-    # the runner's reading of loky moves to refimpl/_compat/loky.py with the
-    # runner's next edit (issue 26, owned with the runner)
-    offenders = [o for o in offenders if o != "refimpl/experiments/runner.py: joblib.externals.loky"]
     assert not offenders, offenders

@@ -350,16 +350,10 @@ def test_check_X_finds_every_non_finite_entry(bad, where, sparse):
 # -- the runner: one validation and grouping per split ----------------------
 
 def _runner_methods():
-    """Every registered method; the baselines' estimators group the training
-    data again inside ``fit`` (``refimpl.estimators.baselines._check_input``
-    validates the arrays itself rather than through ``check_fit_input``,
-    which takes the runner's problem as it is)."""
+    """Every registered method."""
     from refimpl.experiments import METHODS
 
-    return [pytest.param(name, marks=pytest.mark.xfail(
-                reason="baselines._check_input groups the training split again"))
-            if m.factory.__module__ == "refimpl.estimators.baselines" else name
-            for name, m in METHODS.items()]
+    return list(METHODS)
 
 
 @pytest.mark.parametrize("method", _runner_methods())

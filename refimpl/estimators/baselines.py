@@ -19,12 +19,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._compat.sklearn_params import StrOptions
 from .._validation import (
     RankingProblem,
-    check_labels,
+    check_fit_input,
     check_X,
-    check_y_given,
-    group_queries,
     refuse_single_document,
-    reset_fitted,
     validate_X,
 )
 from ..losses.logistic import logistic_pair_bytes
@@ -52,13 +49,7 @@ def _check_input(estimator, X, y, qid):
     ``feature_names_in_``) recorded for ``predict``; no pair is needed, so a
     single document is accepted.
     """
-    reset_fitted(estimator)
-    check_y_given(estimator, y)
-    X = validate_X(estimator, X, reset=True)
-    y = check_labels(y, X.shape[0])
-    groups = group_queries(qid, X.shape[0])
-    estimator.n_queries_in_ = groups.n_queries
-    return RankingProblem(X=X, y=y, qid=qid, groups=groups)
+    return check_fit_input(estimator, X, y, qid, pairwise=False)
 
 
 def _inner(estimator, problem):

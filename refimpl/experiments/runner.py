@@ -932,13 +932,9 @@ def _end_loky_workers():
     their pipe.  Only an executor that exists is shut down: asking for one
     would start it.
     """
-    try:
-        from joblib.externals.loky import reusable_executor
-    except ImportError:  # pragma: no cover - joblib always vendors loky
-        return
-    executor = getattr(reusable_executor, "_executor", None)
-    if executor is not None:
-        executor.shutdown(wait=True, kill_workers=True)
+    from .._compat.loky import end_reusable_executor
+
+    end_reusable_executor()
 
 
 @contextmanager
