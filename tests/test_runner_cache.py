@@ -337,6 +337,15 @@ def test_code_hash_covers_the_package_source():
     assert h == runner.code_hash()
 
 
+def test_code_hash_skips_what_computes_no_result():
+    """Editing an exercise checker or the report keeps the cached fits."""
+    package = Path(runner.__file__).resolve().parents[1]
+    rels = runner._hashed_sources(package)
+    assert "experiments/runner.py" in rels and "solvers/tron.py" in rels
+    assert not [r for r in rels if r.startswith("exercises/")]
+    assert "experiments/report.py" not in rels
+
+
 def test_committed_table_keys_are_unchanged():
     """The key column still identifies the tasks of the committed full run."""
     path = REPO / "results" / "MQ2008" / "tasks.csv"

@@ -464,6 +464,15 @@ def _check_unchanged(files):
 
 #: Source files that present results but take no part in computing them.
 _PRESENTATION = ("__main__.py", "experiments/report.py", "experiments/snapshots.py")
+# the book's exercise checkers compute no task's result
+_NOT_RESULTS = ("exercises/",)
+
+
+def _hashed_sources(package):
+    """The package's source files :func:`code_hash` covers, as sorted
+    relative POSIX paths."""
+    rels = (p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py")))
+    return [r for r in rels if r not in _PRESENTATION and not r.startswith(_NOT_RESULTS)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -473,14 +482,15 @@ def code_hash():
     The hash covers every ``refimpl/**/*.py`` file (name and content, in
     sorted order) except the ones that only present results
     (``__main__.py``, ``experiments/report.py``,
-    ``experiments/snapshots.py``).  Hashing the whole
+    ``experiments/snapshots.py``) and the book's exercise checkers
+    (``exercises/``).  Hashing the whole
     package rather than a hand-kept list of each method's modules cannot
     miss a dependency (a kernel, a shared validation helper, the runner's
     own evaluation): any edit of the package's code invalidates the cache,
     at the price of refitting after edits that did not matter.  The hash is
     computed once per process, from the files as they are on disk then.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cache
 
     Returns
     -------
@@ -489,11 +499,8 @@ def code_hash():
     """
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package).as_posix()
-        if rel in _PRESENTATION:
-            continue
-        content = path.read_bytes()
+    for rel in _hashed_sources(package):
+        content = (package / rel).read_bytes()
         digest.update(f"{rel}\0{len(content)}\0".encode())
         digest.update(content)
     return digest.hexdigest()
