@@ -15,7 +15,7 @@ Where a paper does not state a grid (FSMRank, RankSVM-l1, the non-convex
 penalties, LambdaMART) the entry's ``grid_source`` says so and what was
 chosen instead.
 
-Derived in: book/08_side_by_side.md#side-by-side
+Derived in: book/10_running_experiments.md#run-registry
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class ParamRange:
     ranges are derived from its estimator's ``_parameter_constraints``
     (:func:`ranges_from_constraints`): they are what ``fit`` checks.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Parameters
     ----------
@@ -194,7 +194,7 @@ def ranges_from_constraints(constraints):
     values against exactly what the estimator's ``fit`` accepts and names
     the accepted values as it does (e.g. "an integer >= 1").
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Parameters
     ----------
@@ -220,7 +220,7 @@ def _coef(estimator):
 class Method:
     """One learning-to-rank method as the runner sees it.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Parameters
     ----------
@@ -328,7 +328,7 @@ def expand_grid(grid):
     The last parameter varies fastest; the order is that of the dict and of
     each list, so that "first in grid order" is well defined.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Parameters
     ----------
@@ -351,7 +351,7 @@ METHODS: dict = {}
 def register(method, *, replace=False):
     """Add a :class:`Method` to :data:`METHODS`.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Parameters
     ----------
@@ -397,7 +397,7 @@ def register(method, *, replace=False):
 def get_method(name):
     """The registered :class:`Method` called ``name``.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-registry
 
     Raises
     ------

@@ -52,7 +52,7 @@ grouping) and predicts and evaluates each of the other two once.  File
 hashes, the fingerprint memo and atomic writes come from
 :mod:`refimpl._io`.
 
-Derived in: book/08_side_by_side.md#side-by-side
+Derived in: book/10_running_experiments.md#run-cli
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ _SYNTHETIC_SYNTAX = (
 class ExperimentConfig:
     """What to run.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
 
     Parameters
     ----------
@@ -190,7 +190,7 @@ class _Plan:
 def parse_folds(text):
     """``"1-5"``, ``"1,3"`` or ``"2"`` -> a tuple of fold numbers.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
     """
     folds = []
     for part in str(text).split(","):
@@ -292,7 +292,7 @@ def _check_values(method, param, values):
 def validate_config(config):
     """Check a configuration completely, before any fit.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
 
     Returns
     -------
@@ -555,7 +555,7 @@ def load_fold(dataset, fold, root=None):
     re-computed only when a file's size or modification time changes), so a
     file rewritten with other data is loaded again.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
 
     Parameters
     ----------
@@ -979,7 +979,7 @@ def _sigterm_unwinds():
 class RunResult:
     """What :func:`run` produced.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
 
     Attributes
     ----------
@@ -1212,7 +1212,7 @@ def _run_todo(todo, config, plan, out_dir, results):
 def run(config):
     """Run an experiment: validate, fit (or load) every task, select, write.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-cli
 
     Parameters
     ----------

@@ -32,7 +32,7 @@ each, and its memory model counts them.  An estimator without
 ``estimate_memory`` (a method registered from outside the package) is
 counted as two copies of the training matrix.
 
-Derived in: book/08_side_by_side.md#side-by-side
+Derived in: book/10_running_experiments.md#run-scale-guard
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
                 data_bytes, available=None, grouped=True):
     """Refuse a task that cannot run at this size, before it allocates.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-scale-guard
 
     Parameters
     ----------
@@ -253,7 +253,7 @@ def check_task(name, params, fold, n_pairs, available=None):
     The runner's hook: sizes are read from the training split, the data
     bytes from all three splits.
 
-    Derived in: book/08_side_by_side.md#side-by-side
+    Derived in: book/10_running_experiments.md#run-scale-guard
     """
     from .._validation import group_queries
     from ..losses._tree_backend import query_runs
