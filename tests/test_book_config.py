@@ -502,3 +502,19 @@ def test_non_github_url_stops_the_build():
     options = {"repository_url": URL + "/", "launch_buttons": {"colab_url": "x"}}
     book_links._check_repository(None, SimpleNamespace(html_theme_options=options))
     assert options["repository_url"] == URL and options["launch_buttons"]
+
+
+def test_api_page_lists_every_estimator_from_the_package():
+    """book/api.md is not hand-kept: its estimators come from all_estimators()."""
+    import importlib.util
+
+    from refimpl.estimators import all_estimators
+
+    path = ROOT / "book" / "_ext" / "api_estimators.py"
+    spec = importlib.util.spec_from_file_location("api_estimators", path)
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    text = "\n".join(ext.estimator_lines())
+    for name, _ in all_estimators():
+        assert f".. autoclass:: refimpl.estimators.{name}\n" in text, name
+    assert ".. refimpl-estimators::" in (ROOT / "book" / "api.md").read_text()
