@@ -36,14 +36,15 @@ def recorded_rows():
     return json.loads(TABLE.read_text())["rows"]
 
 
-def measured_fit(row, config):
+def measured_fit(row, config, hess_per_grad=bc.TRON_CG_PER_NEWTON):
     t = {op: row["t"][f"{config}.{op}"] for op in bc.OPS}
-    return t["setup"] + bc.TRON_NEWTON * (t["vg"] + bc.TRON_CG_PER_NEWTON * t["hv"])
+    return t["setup"] + bc.TRON_NEWTON * (t["vg"] + hess_per_grad * t["hv"])
 
 
-def code_choice(n, d, p, k):
+def code_choice(n, d, p, k, hess_per_grad=None):
     """The configuration the code picks for a dense, query-grouped X."""
-    backend = choose_backend(p, n, n_features=d, n_levels=k)
+    backend = choose_backend(p, n, n_features=d, n_levels=k,
+                             hess_per_grad=hess_per_grad)
     if backend == "pairs":
         return "pairs"
     return "tree1" if n * d * 8 >= ONE_PASS_MIN_BYTES else "tree2"
@@ -63,6 +64,15 @@ def test_choice_agrees_with_the_recorded_benchmark():
         assert slowdown <= GOAL, (r["n"], r["d"], r["levels"], slowdown)
 
 
+def test_first_order_choice_agrees_with_the_recorded_benchmark():
+    """A solver without Hessian products (hess_per_grad=0) weighs value +
+    gradient only; its choice is within the goal on the same table."""
+    for r in recorded_rows():
+        choice = code_choice(r["n"], r["d"], r["p"], r["levels"], hess_per_grad=0)
+        fits = {c: measured_fit(r, c, 0) for c in bc.CONFIGS}
+        assert fits[choice] / min(fits.values()) <= GOAL, (r["n"], r["d"])
+
+
 def test_choice_is_deterministic():
     args = [(10**5, 10**4, 46, 3), (4 * 10**6, 10**5, 136, 5), (10**6, 10**5, 25, 2)]
     for p, n, d, k in args:
@@ -75,14 +85,16 @@ def test_choice_is_deterministic():
     assert len(choices) == 1
 
 
+@pytest.mark.parametrize("hess_per_grad", [None, 0])
 @pytest.mark.parametrize("one_pass", [True, False, None])
-def test_more_pairs_per_document_never_go_back_to_pairs(one_pass):
+def test_more_pairs_per_document_never_go_back_to_pairs(one_pass, hess_per_grad):
     ppd = np.geomspace(0.5, 5000, 60)
     for n, d, k in itertools.product((10**3, 10**4, 10**5, 10**6),
-                                     (5, 25, 46, 136, 700, 2000),
+                                     (5, 25, 46, 80, 105, 136, 700, 2000),
                                      (2, 3, 5, 16, 100)):
         seq = [choose_backend(int(q * n), n, n_features=d, n_levels=k,
-                              one_pass=one_pass) for q in ppd]
+                              one_pass=one_pass, hess_per_grad=hess_per_grad)
+               for q in ppd]
         first_tree = seq.index("tree") if "tree" in seq else len(seq)
         assert all(c == "tree" for c in seq[first_tree:]), (n, d, k, one_pass)
 

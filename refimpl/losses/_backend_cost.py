@@ -90,18 +90,55 @@ def op_cost(n_docs, n_features, n_pairs, n_levels, config, op, costs=None):
     return 1e-9 * sum(c * t for c, t in zip(coef, terms))
 
 
-def fit_cost(n_docs, n_features, n_pairs, n_levels, config, costs=None):
-    """Modelled seconds of a TRON fit: set-up + N (value+grad + M hess_vec)."""
+def fit_cost(n_docs, n_features, n_pairs, n_levels, config, costs=None,
+             hess_per_grad=None):
+    """Modelled seconds of a fit: set-up + N (value+grad + M hess_vec).
+
+    ``N = TRON_NEWTON``; ``M = hess_per_grad`` (default
+    ``TRON_CG_PER_NEWTON``, TRON; 0 for a first-order solver that asks
+    for values and gradients only).
+    """
+    m = TRON_CG_PER_NEWTON if hess_per_grad is None else hess_per_grad
     t = {op: op_cost(n_docs, n_features, n_pairs, n_levels, config, op, costs)
          for op in OPS}
-    return t["setup"] + TRON_NEWTON * (t["vg"] + TRON_CG_PER_NEWTON * t["hv"])
+    return t["setup"] + TRON_NEWTON * (t["vg"] + m * t["hv"])
 
 
-def cheapest(n_docs, n_features, n_pairs, n_levels, configs=CONFIGS, costs=None):
+def cheapest(n_docs, n_features, n_pairs, n_levels, configs=CONFIGS, costs=None,
+             hess_per_grad=None):
     """The configuration of ``configs`` with the smallest modelled fit cost.
 
     Ties go to the first of ``configs``; the costs are deterministic
     functions of the shape, so is the choice.
     """
     return min(configs, key=lambda c: fit_cost(n_docs, n_features, n_pairs,
-                                               n_levels, c, costs))
+                                               n_levels, c, costs, hess_per_grad))
+
+
+def pairs_pay(n_docs, n_features, n_pairs, n_levels, tree, costs=None,
+              hess_per_grad=None):
+    """Whether explicit pairs are the choice against ``tree`` ("tree1"/"tree2").
+
+    Explicit pairs cost a linear function of ``p``, the tree a concave one
+    (its sorts, ``l log2(1 + p/l)``), so their difference is convex in ``p``
+    and explicit pairs are cheaper on an interval ``[p1, p2]``.  Explicit
+    pairs are chosen for every ``p <= p2`` (below ``p1`` the tree's modelled
+    gain is small: both are near their cost at ``p = 0``), so that more
+    pairs per document never move the choice from the tree to pairs.
+    ``p2`` is found on the doubling sequence ``p, 2p, 4p, ...``.
+    """
+    def diff(p):
+        return (fit_cost(n_docs, n_features, p, n_levels, "pairs", costs,
+                         hess_per_grad)
+                - fit_cost(n_docs, n_features, p, n_levels, tree, costs,
+                           hess_per_grad))
+    p = max(float(n_pairs), 1.0)
+    last = diff(p)
+    for _ in range(64):
+        if last <= 0:
+            return True
+        nxt = diff(2 * p)
+        if nxt >= last:  # convex and now increasing: positive from here on
+            return False
+        p, last = 2 * p, nxt
+    return False

@@ -148,7 +148,8 @@ DEFAULT_LEVELS = 3
 def choose_backend(n_pairs: int, n_samples: int, which: str = "all", *,
                    n_features: float = DEFAULT_FEATURES,
                    n_levels: int = DEFAULT_LEVELS,
-                   one_pass: bool | None = None) -> str:
+                   one_pass: bool | None = None,
+                   hess_per_grad: float | None = None) -> str:
     """The backend ``"auto"`` resolves to (explicit pairs or the tree).
 
     Partial pairs need explicit pairs; above ``AUTO_MAX_PAIR_BYTES`` of pair
@@ -162,7 +163,10 @@ def choose_backend(n_pairs: int, n_samples: int, which: str = "all", *,
     stored values per row (a sparse ``X``: ``X.nnz / n_samples``).  The
     choice is a deterministic function of the shape; more pairs per
     document (same ``n_samples``, ``n_features``, ``n_levels``) never
-    turn a tree choice into explicit pairs.
+    turn a tree choice into explicit pairs
+    (:func:`refimpl.losses._backend_cost.pairs_pay`).  ``hess_per_grad``:
+    Hessian products per value + gradient of the solver (default TRON's
+    ``TRON_CG_PER_NEWTON``; 0 for a first-order solver).
     """
     if which != "all":
         return "pairs"
@@ -171,9 +175,9 @@ def choose_backend(n_pairs: int, n_samples: int, which: str = "all", *,
     if one_pass is None:
         one_pass = n_samples * n_features * 8 >= ONE_PASS_MIN_BYTES
     tree = "tree1" if one_pass else "tree2"
-    best = _cost.cheapest(n_samples, n_features, n_pairs, n_levels,
-                          configs=("pairs", tree))
-    return "pairs" if best == "pairs" else "tree"
+    pay = _cost.pairs_pay(n_samples, n_features, n_pairs, n_levels, tree,
+                          hess_per_grad=hess_per_grad)
+    return "pairs" if pay else "tree"
 
 
 def count_levels(y) -> int:
