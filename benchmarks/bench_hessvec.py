@@ -41,8 +41,8 @@ Three experiments, every number a ratio measured side by side in one run
    the printed crossovers (log-log interpolation of the time ratio) are
    the ``p/l`` above which the tree wins, for value+grad, for hess_vec and
    for one TRON iteration of one value+grad plus ``--cg-per-newton`` (default
-   5) Hessian products.  This is the measurement behind
-   ``AUTO_TREE_PAIRS_PER_DOC`` in ``refimpl/losses/squared_hinge.py``.
+   5) Hessian products.  The automatic choice is fitted to the wider grid
+   of ``benchmarks/bench_backends.py`` (``refimpl/losses/_backend_cost.py``).
 
 Run with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` (``make bench`` sets
 them); ``--help`` lists the options, ``--skip`` drops experiments.
@@ -69,7 +69,6 @@ from refimpl.data import make_synthetic_letor
 from refimpl.estimators import RankSVM
 from refimpl.kernels.ostree import hess_dz_selection_tree
 from refimpl.losses import PairwiseSquaredHinge
-from refimpl.losses.squared_hinge import AUTO_TREE_PAIRS_PER_DOC
 
 #: column label -> (backend, tree_method)
 METHODS = {
@@ -371,10 +370,9 @@ def crossover(args):
         if c is not None:
             suggestions.append(c)
     if suggestions:
-        val = 2 ** round(math.log2(float(np.mean(suggestions))))
-        print(f"\n  AUTO_TREE_PAIRS_PER_DOC is {AUTO_TREE_PAIRS_PER_DOC}; measured "
-              f"TRON-iteration crossover {', '.join(f'{c:.1f}' for c in suggestions)}"
-              f" pairs/document -> nearest power of two: {val}")
+        print(f"\n  measured TRON-iteration crossover "
+              f"{', '.join(f'{c:.1f}' for c in suggestions)} pairs/document "
+              f"(backend='auto' follows benchmarks/bench_backends.py's model)")
 
 
 # --------------------------------------------------------------------------

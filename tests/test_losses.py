@@ -193,17 +193,14 @@ def test_pairs_active_set_compaction(seed, margin, zmode):
     np.testing.assert_array_equal(impl.hess_dz(t), out)
 
 
-def test_auto_backend_rule():
+def test_auto_backend_hard_rules():
+    # the cost model's crossover is tested in tests/test_backend_choice.py
     from refimpl.losses.squared_hinge import (
         AUTO_MAX_PAIR_BYTES,
-        AUTO_TREE_PAIRS_PER_DOC,
         BYTES_PER_PAIR,
         choose_backend,
     )
 
-    n = 1000
-    assert choose_backend(AUTO_TREE_PAIRS_PER_DOC * n, n) == "pairs"
-    assert choose_backend(AUTO_TREE_PAIRS_PER_DOC * n + 1, n) == "tree"
     # memory cap wins even at few pairs per document (MSLR-sized data)
     big = AUTO_MAX_PAIR_BYTES // BYTES_PER_PAIR + 1
     assert choose_backend(big, 10**8) == "tree"

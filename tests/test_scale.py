@@ -20,7 +20,7 @@ GB = 2**30
 # features, ~37 million preference pairs
 MSLR = {"n_docs": 720_000, "n_pairs": 37_000_000, "n_features": 136,
         "max_query": 908, "data_bytes": 1_200_000 * 136 * 8}
-SMALL = {"n_docs": 2_000, "n_pairs": 40_000, "n_features": 46, "max_query": 40,
+SMALL = {"n_docs": 2_000, "n_pairs": 10_000, "n_features": 46, "max_query": 40,
          "data_bytes": 3_000 * 46 * 8}
 
 
