@@ -62,7 +62,7 @@ class FenchelRank(_LinearRanker):
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.  ``"auto"``: the
-        pair-free tree from :data:`refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS`
+        pair-free tree from ``refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS``
         pairs on (unless ``line_search="pairs"``), else the loss's rule.
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs

@@ -50,7 +50,7 @@ splits (:class:`~refimpl._validation.RankingProblem`) once; every
 task of the fold fits on the training problem (the estimator takes its
 grouping) and predicts and evaluates each of the other two once.  File
 hashes, the fingerprint memo and atomic writes come from
-:mod:`refimpl._io`.
+``refimpl._io``.
 
 Derived in: book/10_running_experiments.md#run-cli
 """
@@ -401,7 +401,7 @@ def validate_config(config):
 # --------------------------------------------------------------------------
 
 #: Fingerprint memo of this process: absolute path -> {"stat", "sha256",
-#: "hashed_ns"} (:func:`refimpl._io.file_digest`); merged with the memo file
+#: "hashed_ns"} (``refimpl._io.file_digest``); merged with the memo file
 #: of a results directory.
 _FILE_MEMO: dict = {}
 _MEMO_NAME = "fingerprints.json"

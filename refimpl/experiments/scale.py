@@ -8,7 +8,7 @@ and an estimate of the task's peak resident memory.  It raises
 and the reason, when
 
 * a method on the pairwise squared hinge (its estimator's memory model
-  says so: :attr:`refimpl.estimators.MemoryEstimate.hinge_backend`)
+  says so: ``MemoryEstimate.hinge_backend``)
   would build explicit pair arrays where the tree backend applies and the
   arrays are larger than
   ``refimpl.losses.squared_hinge.AUTO_MAX_PAIR_BYTES`` (``backend=

@@ -74,7 +74,7 @@ AUTO_TREE_MIN_PAIRS = 2**22
 def auto_backend(n_pairs, n_samples, which="all"):
     """The loss backend FenchelRank's ``backend="auto"`` asks for.
 
-    ``"tree"`` from :data:`AUTO_TREE_MIN_PAIRS` pairs on (all pairs only),
+    ``"tree"`` from ``AUTO_TREE_MIN_PAIRS`` pairs on (all pairs only),
     else ``"auto"``: the loss's own rule
     (:func:`refimpl.losses.squared_hinge.choose_backend`) decides.
     ``n_samples`` is accepted for the callers' convenience (unused).
