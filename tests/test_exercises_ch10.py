@@ -96,6 +96,20 @@ def test_select_failed_fit_kept():
     assert "failed fit" in result.message
 
 
+def select_nanargmax(values):
+    """A plausible student answer: np.nanargmax, None when all are NaN."""
+    vals = np.array([np.nan if v is None else v for v in values], float)
+    if vals.size == 0 or np.all(np.isnan(vals)):
+        return None
+    return int(np.nanargmax(vals))
+
+
+def test_select_all_nan_is_not_a_failure():
+    result = check_select_by_validation(select_nanargmax)
+    assert not result.passed
+    assert "NaN is not a failure" in result.message
+
+
 def test_select_returns_value_or_raises():
     vals = check_select_by_validation(
         lambda v: max((x for x in v if x is not None and x == x),

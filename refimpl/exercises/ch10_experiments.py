@@ -71,7 +71,8 @@ def check_select_by_validation(select) -> CheckResult:
                     f"return None, not {got!r}, {where}")
         if got is None:
             if all(v is None or _isnan(v) for v in values):
-                return (f"when every finished fit has NaN the runner still "
+                return (f"you returned None, but NaN is not a failure: "
+                        f"when every finished fit has NaN the runner still "
                         f"keeps the first of them (index {ref}), {where}")
             return f"you returned None; the runner keeps index {ref} {where}"
         if isinstance(got, float) and not float(got).is_integer():
