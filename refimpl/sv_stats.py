@@ -9,7 +9,8 @@ labels ``y`` and margin ``delta``,
         \\delta - (z_i - z_j) > 0\\},
 
     l_i^+ = |\\{j : (j, i) \\in \\mathrm{SV}\\}|, \\quad
-    \\gamma_i^+ = \\sum_{j : (j, i) \\in \\mathrm{SV}} t_j, \\qquad
+    \\gamma_i^+ = \\sum_{j : (j, i) \\in \\mathrm{SV}} t_j,
+
     l_i^- = |\\{j : (i, j) \\in \\mathrm{SV}\\}|, \\quad
     \\gamma_i^- = \\sum_{j : (i, j) \\in \\mathrm{SV}} t_j.
 

@@ -194,7 +194,7 @@ async def inspect_page(browser, path: Path) -> dict:
 def pages() -> list[Path]:
     if not HTML:
         return []
-    return sorted((Path(HTML) / "book").glob("*.html"))
+    return sorted((Path(HTML).resolve() / "book").glob("*.html"))
 
 
 def problems(page: Path, r: dict) -> list[str]:

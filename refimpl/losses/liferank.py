@@ -38,7 +38,8 @@ class LifeRankObjective(CachedObjective):
 
     .. math::
 
-        F(T, w) = \ell(T w) + \frac{\lambda}{2}\|w\|^2, \qquad
+        F(T, w) = \ell(T w) + \frac{\lambda}{2}\|w\|^2,
+
         \nabla_w F = T^T \nabla\ell(v) + \lambda w, \qquad
         \nabla_T F = \nabla\ell(v)\, w^T ,
 

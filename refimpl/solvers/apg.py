@@ -305,7 +305,8 @@ def apg(smooth, penalty, w0=None, *, L0=None, line_search="backtracking",
       .. math::
 
           t_k = \tfrac12\bigl(1 + \sqrt{1 + 4 \theta_k t_{k-1}^2}\bigr),
-          \quad \theta_k = L_k / L_{k-1}, \qquad
+          \quad \theta_k = L_k / L_{k-1},
+
           z_k = w_{k-1} + \tfrac{t_{k-1} - 1}{t_k} (w_{k-1} - w_{k-2}),
 
       so each rejected trial moves ``z_k`` and costs a gradient there.

@@ -209,14 +209,16 @@ def truncated_gradient(loss, C, *, max_iter=1000, lr=None, gravity=1.0,
 
     .. math::
 
-        F(w') = \mathrm{gravity} \, \|w'\|_1 + C \, L(w'), \qquad
+        F(w') = \mathrm{gravity} \, \|w'\|_1 + C \, L(w'),
+
         L(w') = \frac1p \sum_{(i, j) \in P} \max(0, 1 - w'^T (x_i - x_j))^2,
 
     which is eq. 2 of Lai et al. (2013) for ``gravity = 1``, by
 
     .. math::
 
-        v = w_t - \eta \, C \nabla L(w_t), \qquad
+        v = w_t - \eta \, C \nabla L(w_t),
+
         w_{t+1} = T_1(v, \eta \, \mathrm{gravity} \, K, \theta)
         \text{ every } K\text{-th step (else } w_{t+1} = v),
 
