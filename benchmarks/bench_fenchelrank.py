@@ -37,8 +37,8 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
     (``make_synthetic_letor``), 10, 30, 100, 300, 1000, 3000 documents per
     query; ms per FenchelRank iteration (``--iters`` iterations after
     ``--warmup``, ``tol=0``, from the solver's own per-iteration clock) for
-    ``backend="pairs", linesearch="pairs"`` and ``backend="tree",
-    linesearch="newton"``; explicit pairs are skipped above ``--max-pairs``
+    ``backend="pairs", line_search="pairs"`` and ``backend="tree",
+    line_search="newton"``; explicit pairs are skipped above ``--max-pairs``
     (memory).  Prints p, p/l, both times, their ratio and the documents per
     query from which the tree wins (target: from a few hundred on), also as
     pairs per document p/l, the quantity ``backend="auto"`` thresholds.  Plus a
@@ -90,7 +90,7 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
     ``--scale-iters`` updates, from the solver's own clock), side by side,
     ``--scale-rounds`` rounds in alternation; the ratio per iteration / pass
     (**goal: <= 3 for every variant**).  For reference, Algorithm 1 on
-    explicit pairs (``linesearch="blocks"``; ``--scale-blocks``), and the
+    explicit pairs (``line_search="blocks"``; ``--scale-blocks``), and the
     backend the estimator's default picks there.  Then one query of 20,000
     documents (``make_lean_letor(20_000, 46, 1, 5, seed=0)``): whole
     ``FenchelRank().fit`` of every variant (defaults: r = 1, tol = 1e-3)
@@ -408,10 +408,10 @@ def one_dataset_a(name, X, y, qid, args):
 # (b) tree vs pairs per iteration
 # ---------------------------------------------------------------------------
 
-def ms_per_iteration(loss, linesearch, warmup, iters):
+def ms_per_iteration(loss, line_search, warmup, iters):
     """ms per iteration over iterations warmup+1 .. warmup+iters, and mean ls evals."""
     res = quiet(fenchelrank, loss, R, tol=0.0, max_iter=warmup + iters,
-                linesearch=linesearch)
+                line_search=line_search)
     h = res.history
     n = res.n_iter - warmup
     dt = (h["time"][warmup + n] - h["time"][warmup]) / n
@@ -578,7 +578,7 @@ def _timed(fn, acc, key):
     return wrapper
 
 
-def breakdown(X, y, qid, backend, linesearch, n_iter):
+def breakdown(X, y, qid, backend, line_search, n_iter):
     # the module, not the function refimpl.solvers re-exports under its name
     frm = importlib.import_module("refimpl.solvers.fenchelrank")
 
@@ -598,12 +598,12 @@ def breakdown(X, y, qid, backend, linesearch, n_iter):
     try:
         t0 = time.perf_counter()
         res = quiet(fenchelrank, loss, R, tol=0.0, max_iter=n_iter,
-                    linesearch=linesearch)
+                    line_search=line_search)
         total = time.perf_counter() - t0
     finally:
         frm._k = k_orig
     it = res.n_iter
-    print(f"    backend={backend!r}, linesearch={linesearch!r}: {it} iterations, "
+    print(f"    backend={backend!r}, line_search={line_search!r}: {it} iterations, "
           f"{total / it * 1e3:.2f} ms/iteration, "
           f"{np.mean(res.history['ls_eval'][1:]):.1f} line-search evaluations/iteration")
     for k in keys:
@@ -858,7 +858,7 @@ def part_f(args):
         wp[:] = w
         before = best_of(lambda: pl.fun(wp), 3)[0]
         res = quiet(fenchelrank, pl, r, tol=0.0, max_iter=args.scale_iters)
-        print(f"  reference, explicit pairs ({res.details.get('linesearch')}): "
+        print(f"  reference, explicit pairs ({res.details.get('line_search')}): "
               f"{_per_iteration(res):.3f} s/iter, its value+grad "
               f"{before:.3f} s, pair arrays {build:.1f} s to build")
         del pl

@@ -153,7 +153,7 @@ def test_gap_reference_is_the_solvers_gap():
     loss = PairwiseSquaredHinge(syn.X, syn.y, syn.qid, margin=1 / r,
                                 normalize=True)
     with pytest.warns(ConvergenceWarning):   # five updates on purpose
-        res = fenchelrank(loss, r, tol=0.0, max_iter=5, linesearch="pairs")
+        res = fenchelrank(loss, r, tol=0.0, max_iter=5, line_search="pairs")
     G, g = _gap_parts(K, res.w, r)
     gap = float(np.max(np.abs(g)) - g @ res.w)
     assert np.isclose(gap, res.history["gap"][-1], rtol=1e-10)

@@ -332,7 +332,7 @@ def test_backends_and_linesearches_give_the_same_iterates(seed, r):
                         ("numpy", "pairs"), ("tree", "newton"),
                         ("tree", "auto")]:
         runs[backend, ls] = run(fenchel_loss(X, y, qid, r, backend), r,
-                                tol=1e-7, max_iter=400, linesearch=ls)[0]
+                                tol=1e-7, max_iter=400, line_search=ls)[0]
     ref = runs["pairs", "pairs"].as_arrays()
     assert np.all(ref["ls_eval"][1:] == 1)
     for key, res in runs.items():
@@ -427,10 +427,10 @@ def test_solver_checks_its_loss_and_parameters():
         fenchelrank(loss, -2.0)
     with pytest.raises(ValueError, match="step must be"):
         fenchelrank(loss, 2.0, step="armijo")
-    with pytest.raises(ValueError, match="linesearch must be"):
-        fenchelrank(loss, 2.0, linesearch="golden")
+    with pytest.raises(ValueError, match="line_search must be"):
+        fenchelrank(loss, 2.0, line_search="golden")
     with pytest.raises(ValueError, match="explicit pair arrays"):
-        fenchelrank(fenchel_loss(X, y, qid, 2.0, "tree"), 2.0, linesearch="pairs")
+        fenchelrank(fenchel_loss(X, y, qid, 2.0, "tree"), 2.0, line_search="pairs")
     with pytest.raises(ValueError, match="tol"):
         fenchelrank(loss, 2.0, tol=-1.0)
 

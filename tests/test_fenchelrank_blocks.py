@@ -9,7 +9,7 @@ out in Python.  Adversarial inputs: float labels with ties, all-equal labels,
 one-document queries, qids scattered and unsorted, scores tied or exactly one
 margin apart (residual 0), scores from 1e-3 to 1e6, line-search directions
 with ``c = 0``, entering pairs and breakpoints tied with each other or with
-``tau``.  Then ``fenchelrank(..., linesearch="blocks")`` against the
+``tau``.  Then ``fenchelrank(..., line_search="blocks")`` against the
 ``"pairs"`` path (same iterates) and cvxpy (eq. 4), its errors, and features
 that overflow.
 
@@ -670,9 +670,9 @@ def quiet(loss, r, **kw):
 def test_blocks_and_pairs_give_the_same_iterates(seed, r, tol, max_iter):
     X, y, qid = instance(seed, n_queries=8)
     loss = fenchel_loss(X, y, qid, r)
-    blocks = quiet(loss, r, tol=tol, max_iter=max_iter, linesearch="blocks")
-    pairs = quiet(loss, r, tol=tol, max_iter=max_iter, linesearch="pairs")
-    assert blocks.details["linesearch"] == "blocks"
+    blocks = quiet(loss, r, tol=tol, max_iter=max_iter, line_search="blocks")
+    pairs = quiet(loss, r, tol=tol, max_iter=max_iter, line_search="pairs")
+    assert blocks.details["line_search"] == "blocks"
     hb, hp = blocks.as_arrays(), pairs.as_arrays()
     assert blocks.n_iter == pairs.n_iter and blocks.converged == pairs.converged
     np.testing.assert_array_equal(hb["j"], hp["j"])
@@ -697,8 +697,8 @@ def test_blocks_solution_is_certified_against_cvxpy(seed, r):
     _, G_star = cvxpy_fenchel(K, r)          # G at a feasible point: >= G*
     tol = 1e-8
     res = fenchelrank(fenchel_loss(X, y, qid, r), r, tol=tol, max_iter=20_000,
-                      linesearch="blocks")
-    assert res.converged and res.details["linesearch"] == "blocks"
+                      line_search="blocks")
+    assert res.converged and res.details["line_search"] == "blocks"
     gap = res.history["gap"][-1]
     assert gap <= tol
     G = -res.history["D"][-1]
@@ -720,18 +720,18 @@ def test_blocks_refuses_what_it_cannot_do():
     r = 2.0
     loss = fenchel_loss(X, y, qid, r)
     with pytest.raises(ValueError, match="blocks"):
-        fenchelrank(loss, r, linesearch="blocks", variant="pairwise")
+        fenchelrank(loss, r, line_search="blocks", variant="pairwise")
     with pytest.raises(ValueError, match="blocks"):
-        fenchelrank(loss, r, linesearch="blocks", step="closed_form")
+        fenchelrank(loss, r, line_search="blocks", step="closed_form")
     sparse = PairwiseSquaredHinge(sp.csr_matrix(X), y, qid, margin=1.0 / r,
                                   normalize=True, backend="pairs")
     assert sparse.label_blocks() is None
     with pytest.raises(ValueError, match="blocks"):
-        fenchelrank(sparse, r, linesearch="blocks")
+        fenchelrank(sparse, r, line_search="blocks")
     adjacent = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
                                     backend="pairs", which="adjacent")
     with pytest.raises(ValueError, match="blocks"):
-        fenchelrank(adjacent, r, linesearch="blocks")
+        fenchelrank(adjacent, r, line_search="blocks")
 
 
 def test_auto_takes_the_blocks_on_dense_explicit_pairs():
@@ -740,14 +740,14 @@ def test_auto_takes_the_blocks_on_dense_explicit_pairs():
     loss = fenchel_loss(X, y, qid, r)
     assert loss.pair_indices() is not None
     auto = quiet(loss, r, tol=1e-6, max_iter=200)
-    assert auto.details["linesearch"] == "blocks"
-    blocks = quiet(loss, r, tol=1e-6, max_iter=200, linesearch="blocks")
+    assert auto.details["line_search"] == "blocks"
+    blocks = quiet(loss, r, tol=1e-6, max_iter=200, line_search="blocks")
     np.testing.assert_array_equal(auto.w, blocks.w)
     # a sparse X has no blocks: "auto" falls back to the pairs
     sparse = PairwiseSquaredHinge(sp.csr_matrix(X), y, qid, margin=1.0 / r,
                                   normalize=True, backend="pairs")
     res = quiet(sparse, r, tol=1e-6, max_iter=200)
-    assert res.details.get("linesearch") != "blocks"
+    assert res.details.get("line_search") != "blocks"
     np.testing.assert_allclose(res.w, blocks.w, rtol=0, atol=1e-10)
 
 
@@ -782,4 +782,4 @@ def test_blocks_on_overflowing_features_raises(scale):
     loss = PairwiseSquaredHinge(X * scale, y, qid, margin=1.0 / r,
                                 normalize=True, backend="pairs")
     with pytest.raises(NonFiniteError, match=CAUSE):
-        fenchelrank(loss, r, max_iter=50, linesearch="blocks")
+        fenchelrank(loss, r, max_iter=50, line_search="blocks")

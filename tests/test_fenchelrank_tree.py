@@ -72,7 +72,7 @@ def synthetic(seed, n_queries=12):
 def test_tree_path_matches_explicit_pairs(variant, seed, r):
     X, y, qid = synthetic(seed)
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-6, max_iter=300,
-                linesearch="pairs", variant=variant)
+                line_search="pairs", variant=variant)
     tree_loss = loss_of(X, y, qid, r, "tree")
     assert tree_loss.tree_score_space() is not None
     tree = run(tree_loss, r, tol=1e-6, max_iter=300, variant=variant)
@@ -88,7 +88,7 @@ def test_one_pass_tree_and_unordered_queries(variant):
     X, y, qid = X[perm], y[perm], qid[perm]
     r = 4.0
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-6, max_iter=200,
-                linesearch="pairs", variant=variant)
+                line_search="pairs", variant=variant)
     loss = loss_of(X, y, qid, r, "tree", one_pass=True)
     assert loss.one_pass_ and loss._impl.rows is not None
     assert_same_run(run(loss, r, tol=1e-6, max_iter=200, variant=variant),
@@ -126,7 +126,7 @@ def test_mq2008_fold1_tree_path_matches_explicit_pairs(variant, r):
     X, y, qid = data
     n = 1000 if variant == "paper" else 300
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-3, max_iter=n,
-                linesearch="pairs", variant=variant)
+                line_search="pairs", variant=variant)
     tree = run(loss_of(X, y, qid, r, "tree"), r, tol=1e-3, max_iter=n,
                variant=variant)
     assert_same_run(tree, pairs, atol=1e-12)
@@ -240,7 +240,7 @@ def test_single_query_all_equal_labels_but_one():
     qid = np.zeros(60, dtype=np.int64)
     for variant in VARIANTS:
         pairs = run(loss_of(X, y, qid, 2.0, "pairs"), 2.0, tol=1e-8,
-                    max_iter=200, linesearch="pairs", variant=variant)
+                    max_iter=200, line_search="pairs", variant=variant)
         tree = run(loss_of(X, y, qid, 2.0, "tree"), 2.0, tol=1e-8,
                    max_iter=200, variant=variant)
         assert_same_run(tree, pairs)
@@ -311,7 +311,7 @@ def test_sparse_X_on_the_tree_path(variant):
     X = np.where(X > 0.5, X, 0.0)
     r = 4.0
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-6, max_iter=200,
-                linesearch="pairs", variant=variant)
+                line_search="pairs", variant=variant)
     tree = run(loss_of(sp.csr_matrix(X), y, qid, r, "tree"), r, tol=1e-6,
                max_iter=200, variant=variant)
     assert_same_run(tree, pairs)

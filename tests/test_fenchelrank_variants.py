@@ -125,7 +125,7 @@ def test_backends_and_linesearches_agree(variant, seed, r):
     for backend, ls in (("pairs", "pairs"), ("pairs", "newton"),
                         ("tree", "newton")):
         res = fenchelrank(fenchel_loss(X, y, qid, r, backend), r, tol=1e-10,
-                          max_iter=20_000, linesearch=ls, variant=variant)
+                          max_iter=20_000, line_search=ls, variant=variant)
         assert res.converged
         values.append(G_explicit(K, r, res.w))
     np.testing.assert_allclose(values, values[0], rtol=1e-8, atol=1e-12)
@@ -211,14 +211,14 @@ def test_sklearn_checks_pass_for_every_variant(estimator, check):
 
 
 @pytest.mark.parametrize("variant", FAST)
-@pytest.mark.parametrize("linesearch", ["pairs", "newton"])
-def test_fast_variants_on_overflowing_features_raise(variant, linesearch):
+@pytest.mark.parametrize("line_search", ["pairs", "newton"])
+def test_fast_variants_on_overflowing_features_raise(variant, line_search):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 6))
     qid = np.repeat(np.arange(10), 12)
     y = rng.integers(0, 3, 120).astype(np.float64)
     with pytest.raises(NonFiniteError, match=CAUSE):
-        FenchelRank(line_search=linesearch, backend="pairs",
+        FenchelRank(line_search=line_search, backend="pairs",
                     variant=variant).fit(X * 1e160, y, qid)
 
 

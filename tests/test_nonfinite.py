@@ -146,13 +146,13 @@ def test_reweighted_l1_names_the_cause():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("linesearch", ["pairs", "newton"])
-def test_fenchelrank_on_overflowing_features_raises(linesearch):
+@pytest.mark.parametrize("line_search", ["pairs", "newton"])
+def test_fenchelrank_on_overflowing_features_raises(line_search):
     """Before: 1000 steps of length 0 (the line-search curvature overflowed
     inside the kernel), then w = 0 with only a ConvergenceWarning."""
     X, y, qid = data()
     with pytest.raises(NonFiniteError, match=CAUSE):
-        E.FenchelRank(line_search=linesearch, backend="pairs").fit(
+        E.FenchelRank(line_search=line_search, backend="pairs").fit(
             X * 1e160, y, qid)
 
 

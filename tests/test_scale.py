@@ -172,9 +172,10 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
 @pytest.mark.parametrize("line_search, extra", [("newton", 0), ("blocks", 0),
                                                 ("pairs", 16), ("auto", 16)])
 def test_fenchelrank_line_search_sets_the_bytes_per_pair(line_search, extra):
-    """Regression: the guard read ``params["linesearch"]``, a key the runner
-    rejects, so it always saw "auto" and added the exact line search's 16
-    bytes a pair even for ``line_search="newton"`` or ``"blocks"``."""
+    """Regression: the guard read ``params["linesearch"]`` (an old name), a
+    key the runner rejects, so it always saw "auto" and added the exact line
+    search's 16 bytes a pair even for ``line_search="newton"`` or
+    ``"blocks"``."""
     _, terms = estimate_peak("fenchelrank", {"backend": "pairs",
                                              "line_search": line_search}, **SMALL)
     n_pairs, n_docs = SMALL["n_pairs"], SMALL["n_docs"]

@@ -180,7 +180,7 @@ class FenchelRank(_LinearRanker):
                 f"{loss.backend!r} has none: use line_search='newton' or 'auto'"
             )
         result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
-                             step=self.step, linesearch=line_search,
+                             step=self.step, line_search=line_search,
                              variant=self.variant)
         coef = r * result.w
         if not np.all(np.isfinite(coef)):

@@ -607,7 +607,7 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
               istate, fstate, hist, t0, max_updates):
     """Algorithm 1 on the label blocks, from a recorded iterate onwards.
 
-    The loop of :func:`refimpl.solvers.fenchelrank` (``linesearch=
+    The loop of :func:`refimpl.solvers.fenchelrank` (``line_search=
     "blocks"``) compiled: stop when eq. 17 holds (``gap <= tol``) or
     after ``max_iter`` updates, else update by :func:`block_iteration`
     (scores recomputed first every ``refresh_every`` updates; the step

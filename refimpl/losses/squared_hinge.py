@@ -436,7 +436,7 @@ class PairwiseSquaredHinge(CachedObjective):
         nor its gradient), and the pairs of ``P`` as blocks of that layout.
         ``None`` for a sparse ``X`` or ``which="adjacent"``.  Lets FenchelRank's
         Algorithm 1 loop over the pairs without index arrays (its
-        ``linesearch="blocks"``).  Part of
+        ``line_search="blocks"``).  Part of
         :class:`~refimpl.losses.PairwiseLineSearchObjective`.
         """
         if self.which != "all" or sp.issparse(self.X):

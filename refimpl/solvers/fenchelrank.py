@@ -62,7 +62,7 @@ _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
 #: FenchelRank's ``backend="auto"`` takes the pair-free tree from this many
 #: preference pairs on (below, the loss's own rule decides).  An update on
-#: explicit pairs (``linesearch="blocks"``) costs O(p), one on the tree
+#: explicit pairs (``line_search="blocks"``) costs O(p), one on the tree
 #: O(l log l + l d) (:class:`_TreeScoreSpace`): at 301,916 x 136 with 14.0 M
 #: pairs (46 per document) the blocks path takes about 5x a value+gradient
 #: pass per update, the tree path 2-3x (``benchmarks/bench_fenchelrank.py
@@ -158,7 +158,7 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
 
 
 def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
-                linesearch="auto", callback=None, variant="paper"):
+                line_search="auto", callback=None, variant="paper"):
     r"""Solve eq. 4 by FenchelRank (Lai et al. 2013, Algorithm 1).
 
     Starting from ``w_1 = 0``, each iteration forms the dual point and the
@@ -206,7 +206,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         (see Notes); ``"theory"``: ``mu_t = min(1, gap_t / (8 r^2))``, the
         step of the proof of Theorem 1 with the certified gap in place of
         the unknown ``epsilon_t``.
-    linesearch : {"auto", "blocks", "pairs", "newton"}, default="auto"
+    line_search : {"auto", "blocks", "pairs", "newton"}, default="auto"
         How ``step="exact"`` minimises eq. 20.  ``"pairs"``: the sorted
         breakpoints of eqs. 20-21 on explicit per-pair arrays,
         O(p log p) (needs ``loss.pair_indices()``); ``"blocks"``: the same
@@ -250,8 +250,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     Raises
     ------
     ValueError
-        Bad ``r``, ``tol``, ``max_iter``, ``step``, ``linesearch`` or
-        ``variant``, a loss not built for eq. 4, ``linesearch="pairs"``
+        Bad ``r``, ``tol``, ``max_iter``, ``step``, ``line_search`` or
+        ``variant``, a loss not built for eq. 4, ``line_search="pairs"``
         without explicit pairs, or a fast variant with ``step`` other than
         ``"exact"``.
     NonFiniteError
@@ -274,12 +274,12 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     sorted-breakpoint search returns its smallest minimiser on [0, 1],
     Newton a minimiser (the same one, up to rounding, when it is unique).
 
-    With ``linesearch="newton"`` the last trial point is usually the new
+    With ``line_search="newton"`` the last trial point is usually the new
     iterate itself; it is then taken as ``w_{t+1} = w_t + mu_t b_t`` (equal
     to eq. 18 up to rounding) and its value and gradient are reused, so the
     loss state stays that of ``fun`` at the current iterate.
 
-    *Label blocks* (``linesearch="blocks"``).  Laid out query by query,
+    *Label blocks* (``line_search="blocks"``).  Laid out query by query,
     each query's documents by decreasing label, the pairs of a document
     ``i`` are a contiguous run of the layout (the rest of its query below
     its label, :func:`refimpl.pairs.label_blocks`), so a pass over ``P``
@@ -368,12 +368,12 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     updates, and a gap below ``tol`` is confirmed with ``loss.fun`` and
     ``loss.grad`` at ``w`` (fresh ``X w``) before the solver stops.  The
     gradient ``X^T dz`` is the one product per update.  Otherwise (a loss
-    with neither pairs nor a tree state, ``linesearch="newton"``) value,
+    with neither pairs nor a tree state, ``line_search="newton"``) value,
     gradient and Newton line search go through the loss as in Algorithm 1.
 
     *Tree backend* (``loss.tree_score_space()`` not ``None``; every
     variant, the paper's included, with the exact step and
-    ``linesearch="auto"`` or ``"newton"``).  The same scores carried along
+    ``line_search="auto"`` or ``"newton"``).  The same scores carried along
     the steps, in the tree's row order; along a step the scores move as
     ``z + t u`` with ``u = X d`` (one or two columns of ``X``, or ``z``
     itself), so ``phi(t) = L(z + t u)`` is a convex piecewise quadratic
@@ -405,7 +405,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     r = check_fenchel_loss(loss, r)
     max_iter, tol = check_budget(max_iter, tol)
     check_choice(step, "step", STEPS)
-    check_choice(linesearch, "linesearch", LINESEARCHES)
+    check_choice(line_search, "line_search", LINESEARCHES)
     check_choice(variant, "variant", VARIANTS)
     if variant != "paper" and step != "exact":
         raise ValueError(
@@ -415,37 +415,37 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     pairs = loss.pair_indices()
     blocks = None
     paper_exact = step == "exact" and variant == "paper"
-    if (linesearch == "blocks" and paper_exact) or (
-            linesearch == "auto" and pairs is not None and paper_exact):
+    if (line_search == "blocks" and paper_exact) or (
+            line_search == "auto" and pairs is not None and paper_exact):
         # (a loss written to the protocol before label blocks has none)
         label_blocks = getattr(loss, "label_blocks", None)
         blocks = label_blocks() if label_blocks is not None else None
-    if linesearch == "blocks" and blocks is None:
+    if line_search == "blocks" and blocks is None:
         raise ValueError(
-            "linesearch='blocks' is Algorithm 1 with the exact step on a "
+            "line_search='blocks' is Algorithm 1 with the exact step on a "
             "dense X and the full pair set: it needs step='exact', "
             "variant='paper' and a loss whose label_blocks() is not None (got "
-            f"step={step!r}, variant={variant!r}); use linesearch='pairs' or "
+            f"step={step!r}, variant={variant!r}); use line_search='pairs' or "
             "'newton'"
         )
-    if linesearch == "auto":
-        linesearch = ("blocks" if blocks is not None
+    if line_search == "auto":
+        line_search = ("blocks" if blocks is not None
                       else "pairs" if pairs is not None else "newton")
-    if linesearch == "blocks":
+    if line_search == "blocks":
         return _paper_blocks(loss, r, tol, max_iter, callback, blocks)
-    if linesearch == "pairs" and pairs is None:
+    if line_search == "pairs" and pairs is None:
         raise ValueError(
-            "linesearch='pairs' needs explicit pair arrays (loss.pair_indices()), "
+            "line_search='pairs' needs explicit pair arrays (loss.pair_indices()), "
             f"but the loss uses backend {getattr(loss, 'backend', '?')!r}: use "
-            "linesearch='newton' or 'auto'"
+            "line_search='newton' or 'auto'"
         )
 
     tree = None
-    if (pairs is None and step == "exact" and linesearch in ("auto", "newton")
+    if (pairs is None and step == "exact" and line_search in ("auto", "newton")
             and hasattr(loss, "tree_score_space")):
         tree = loss.tree_score_space()
     if variant != "paper" or tree is not None:
-        return _active_set_fw(loss, r, tol, max_iter, linesearch, callback,
+        return _active_set_fw(loss, r, tol, max_iter, line_search, callback,
                               variant, pairs, tree)
 
     start = time.perf_counter()
@@ -521,7 +521,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             kb2 = check_finite(float(kb_norm2(b)), "FenchelRank",
                                "||K b||^2 of the closed-form step", loss)
             mu = 1.0 if kb2 <= 0 else min(1.0, max(0.0, gap * p / (2.0 * r2 * kb2)))
-        elif linesearch == "pairs":
+        elif line_search == "pairs":
             _k.pair_residuals(loss.scores(w), loss.scores(b), pi, pj, margin,
                               a_buf, kb_buf)
             # the kernel's curvature sum_P (K b)^2 overflows silently (to a
@@ -569,7 +569,7 @@ BLOCK_STEP_GROWTH = 4.0
 
 
 def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
-    """Algorithm 1 on the label-block layout (``linesearch="blocks"``).
+    """Algorithm 1 on the label-block layout (``line_search="blocks"``).
 
     The iterates of :func:`fenchelrank`'s ``"pairs"`` path, computed
     without its three products with ``X`` per update: the scores
@@ -663,7 +663,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     return SolverResult(w=_scatter(w, cols, n_all), n_iter=n_iter,
                         converged=converged,
                         history=history, message=message,
-                        details={"linesearch": "blocks"})
+                        details={"line_search": "blocks"})
 
 
 def _scatter(w, cols, n):
@@ -935,7 +935,7 @@ def _away_vertex(g, ap, am, slack, tie):
     return k, sk, val
 
 
-def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
+def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
                    pairs, tree=None):
     """Pairwise / away-step Frank-Wolfe on the l1 ball (see :func:`fenchelrank`).
 
@@ -948,9 +948,9 @@ def _active_set_fw(loss, r, tol, max_iter, linesearch, callback, variant,
     start = time.perf_counter()
     r2 = r * r
     n = int(loss.n_features)
-    if linesearch == "auto":
-        linesearch = "pairs" if pairs is not None else "newton"
-    space = _ScoreSpace(loss, pairs) if linesearch == "pairs" else None
+    if line_search == "auto":
+        line_search = "pairs" if pairs is not None else "newton"
+    space = _ScoreSpace(loss, pairs) if line_search == "pairs" else None
     if tree is not None:
         space = _TreeScoreSpace(loss, *tree)
     # weights of the vertices +e_j (ap) and -e_j (am) and of the origin
