@@ -47,17 +47,32 @@ def run(loss, r, **kw):
     return res, np.array(ws)
 
 
-def assert_same_run(tree, pairs, atol=1e-12):
+def assert_same_run(tree, pairs, atol=1e-12, until_gap=None):
+    """The same greedy choices, iterates, gaps and dual values, iteration by
+    iteration.  With ``until_gap``, only while the explicit-pairs gap is
+    above it: closer to the optimum two vertices can tie to within the
+    rounding of a BLAS kernel's summation order, and the runs may then part
+    (seen for the away steps on sparse X under OpenBLAS's Haswell kernel);
+    after that both must end within their certified gaps of each other."""
     (rt, wt), (rp, wp) = tree, pairs
     ht, hp = rt.as_arrays(), rp.as_arrays()
-    assert rt.n_iter == rp.n_iter
-    assert rt.converged == rp.converged
-    np.testing.assert_array_equal(ht["j"], hp["j"])        # greedy choices
-    np.testing.assert_allclose(wt, wp, rtol=0, atol=atol)  # every iterate
-    np.testing.assert_allclose(ht["gap"], hp["gap"], rtol=0, atol=atol)
-    np.testing.assert_allclose(ht["D"], hp["D"], rtol=0, atol=atol)
-    if "steps" in rp.details:
-        assert rt.details["steps"] == rp.details["steps"]
+    n = len(hp["j"])
+    if until_gap is not None:
+        below = np.nonzero(hp["gap"] <= until_gap)[0]
+        n = int(below[0]) if below.size else n
+        assert n > 10, "the window of identical iterations is too short to test"
+        # within the certified gaps, or rounding (atol) once both are tight
+        bound = max(ht["gap"][-1], hp["gap"][-1]) + atol
+        assert abs(ht["D"][-1] - hp["D"][-1]) <= bound
+    else:
+        assert rt.n_iter == rp.n_iter
+        assert rt.converged == rp.converged
+        if "steps" in rp.details:
+            assert rt.details["steps"] == rp.details["steps"]
+    np.testing.assert_array_equal(ht["j"][:n], hp["j"][:n])        # greedy choices
+    np.testing.assert_allclose(wt[:n], wp[:n], rtol=0, atol=atol)  # every iterate
+    np.testing.assert_allclose(ht["gap"][:n], hp["gap"][:n], rtol=0, atol=atol)
+    np.testing.assert_allclose(ht["D"][:n], hp["D"][:n], rtol=0, atol=atol)
 
 
 def synthetic(seed, n_queries=12):
@@ -314,4 +329,4 @@ def test_sparse_X_on_the_tree_path(variant):
                 line_search="pairs", variant=variant)
     tree = run(loss_of(sp.csr_matrix(X), y, qid, r, "tree"), r, tol=1e-6,
                max_iter=200, variant=variant)
-    assert_same_run(tree, pairs)
+    assert_same_run(tree, pairs, until_gap=1e-3)
