@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl import LifeRank
 from refimpl.data import make_synthetic_letor
-from refimpl.exceptions import DataError, ParameterError
+from refimpl.exceptions import DataError, NonFiniteError, ParameterError
 from refimpl.features import (
     feature_importance,
     feature_ndcg,
@@ -577,3 +577,93 @@ def test_estimator_warns_when_not_converged():
     X, y, qid = small(19)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         LifeRank(n_components=2, max_iter=2).fit(X, y, qid)
+
+
+# --------------------------------------------------------------------------
+# The step rule: scale invariance and the divergence guard (issue 27)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])
+@pytest.mark.parametrize("c", [1e-3, 1e4])
+def test_fit_is_invariant_to_the_scale_of_the_features(constraint, c):
+    """Fitting on c X gives the same T and c-times smaller weights: the
+    iterates run on X / max|X| (eq. lr-scale), so the ranking is the same."""
+    X, y, qid = small(3, n_queries=8)
+    kw = dict(n_components=3, lam=0.05, max_iter=300, constraint=constraint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = LifeRank(**kw).fit(X, y, qid)
+        b = LifeRank(**kw).fit(c * X, y, qid)
+    assert b.feature_scale_ == pytest.approx(c * a.feature_scale_, rel=1e-15)
+    np.testing.assert_allclose(b.components_, a.components_, rtol=1e-7,
+                               atol=1e-9)
+    np.testing.assert_allclose(c * b.coef_, a.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(b.predict(c * X), a.predict(X), rtol=1e-7,
+                               atol=1e-9)
+    np.testing.assert_allclose(b.transform(c * X), c * a.transform(X),
+                               rtol=1e-7, atol=1e-9 * c)
+
+
+def test_the_scale_is_one_on_unit_range_features():
+    """LETOR's [0, 1] features: s = 1, so the fit is the un-scaled one."""
+    X, y, qid = small(4)
+    X = X / np.abs(X).max()
+    obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 2, 0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = LifeRank(n_components=2, lam=0.05, max_iter=50).fit(X, y, qid)
+        res = liferank_solve(obj, m._initial_T(X.shape[1], 2), np.ones(2),
+                             lr=0.1, damping=1.0, max_iter=50, tol=1e-4)
+    np.testing.assert_array_equal(m.components_, res.T)
+    np.testing.assert_array_equal(m.coef_, res.w)
+
+
+@pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])
+def test_a_too_large_step_stops_with_an_error_naming_it(constraint):
+    """No silent divergence: the planted lr = 1000 makes F grow; the fit
+    stops with an error that names the step and the remedy."""
+    X, y, qid = small(5)
+    with pytest.raises(NonFiniteError, match=r"lr=1000\b.*lower lr"):
+        LifeRank(n_components=3, lr=1000.0, constraint=constraint,
+                 max_iter=500).fit(X, y, qid)
+
+
+def test_bdmm_guard_stops_a_growing_run_and_names_the_step():
+    X, y, qid = small(6)
+    obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 2, 0.01)
+    T0 = np.random.default_rng(0).normal(size=(obj.n, 2)) / math.sqrt(obj.n)
+    x0 = obj.pack(T0, np.ones(2))
+    with pytest.raises(NonFiniteError, match=r"grew .*lr=50"):
+        bdmm(obj, x0, lr=50.0, damping=1.0, max_iter=500, max_growth=10)
+    res = bdmm(obj, x0, lr=50.0, damping=1.0, max_iter=500, max_growth=10,
+               on_nonfinite="stop", warn=False)
+    assert res.message.startswith("diverged") and "guard" in res.message
+    assert np.all(np.isfinite(res.w))          # stopped before overflow
+    assert res.history["f"][-1] > res.history["f"][0] + 10 * max(
+        1.0, abs(res.history["f"][0]))
+
+
+def test_bdmm_guard_never_changes_a_convergent_run():
+    kw = dict(lr=0.05, max_iter=3000, tol=1e-10, constraint_tol=1e-10,
+              damping=1.0)
+    a = bdmm(Circle([1.0, 0.5]), [0.3, 1.2], **kw)
+    b = bdmm(Circle([1.0, 0.5]), [0.3, 1.2], max_growth=10, **kw)
+    assert a.converged and b.converged and a.n_iter == b.n_iter
+    np.testing.assert_array_equal(a.w, b.w)
+    with pytest.raises(DataError, match="max_growth"):
+        bdmm(Circle([1.0, 0.5]), [0.3, 1.2], max_growth=-1.0, **kw)
+
+
+def test_non_finite_iterates_stop_without_the_guard():
+    """With the guard off, the run still stops (non-finite), never returns NaN."""
+    X, y, qid = small(7)
+    obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 2, 0.01)
+    T0 = np.random.default_rng(1).normal(size=(obj.n, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = liferank_solve(obj, T0, np.ones(2), lr=1e6, max_growth=None,
+                             max_iter=5000)
+    assert not res.converged and "non-finite" in res.message
+    with pytest.raises(NonFiniteError, match="not finite"):
+        bdmm(obj, obj.pack(T0, np.ones(2)), lr=1e6, max_iter=5000)

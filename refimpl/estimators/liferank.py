@@ -12,13 +12,16 @@ Derived in: book/06_liferank_bdmm.md#liferank
 from __future__ import annotations
 
 import math
+import warnings
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
+    RankingProblem,
     check_fit_input,
     reset_fitted,
     validate_X,
@@ -47,12 +50,30 @@ __all__ = ["INITS", "LifeRank"]
 INITS = ("random", "orthonormal", "uniform")
 
 
+def _feature_scale(X):
+    r"""LifeRank's scale ``s = max_ij |x_ij|`` of ``X`` (1 when ``X = 0``).
+
+    :class:`LifeRank` fits on ``X / s``: ``(c X) / (c s) = X / s``, so the
+    iterates, hence ``T`` and the ranking, do not depend on the scale of
+    the features, and ``s = 1`` on LETOR's query-normalised ``[0, 1]``
+    features (where the fit is the paper's).
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+    m = float(abs(X).max()) if X.shape[0] * X.shape[1] else 0.0
+    return m if m > 0.0 else 1.0
+
+
 class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
 
     ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
     ``w`` by :func:`liferank_solve` on eq. 5 (mean pairwise logistic loss over
-    the preference pairs, ``(lam/2) ||w||^2``, no ``b``); ``transform(X)``
+    the preference pairs, ``(lam/2) ||w||^2``, no ``b``) for the features
+    divided by their scale ``s`` (``max |x_ij|``;
+    1 on LETOR's ``[0, 1]`` features), which makes the steps, ``T`` and the
+    ranking independent of the scale of ``X``; a run whose objective grows
+    stops with a ``NonFiniteError`` naming ``lr``.  ``transform(X)``
     returns the extracted features ``X T`` (Phase II, Algorithm 1 line 10);
     ``predict(X)`` the scores ``X T w`` of LifeRank's own ranker.  As in the
     paper, ``w`` starts at all ones; ``T`` starts at i.i.d. ``N(0, 1/n)``
@@ -65,9 +86,11 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     n_components : int, default 10
         ``k``, at most the number of features.
     lam : float, default 1e-3
-        ``lambda >= 0`` (per pair: ``lambda_paper = 2 p lam``).
+        ``lambda >= 0`` (per pair: ``lambda_paper = 2 p lam``), on the
+        weights of the features ``X / s``.
     lr : float, default 0.1
-        Step ``eta`` of eq. 8 for ``T`` and ``w``.
+        Step ``eta`` of eq. 8 for ``T`` and ``w``, on the features ``X / s``
+        (so scale-free).
     max_iter : int, default 1000
     constraint : {"bdmm", "stiefel", "none"}, default "bdmm"
         See :func:`liferank_solve`.
@@ -93,7 +116,9 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     components_ : ndarray of shape (n_features, n_components)
         ``T`` (note: the transpose of PCA's ``components_`` layout).
     coef_ : ndarray of shape (n_components,)
-        ``w``.
+        ``w / s`` (``X T coef_`` are the scores).
+    feature_scale_ : float
+        ``s``, the largest ``|x_ij|`` of the training ``X`` (1 if ``X = 0``).
     multipliers_ : ndarray of shape (n_components, n_components)
         ``A`` of eq. 6 (zeros unless ``constraint="bdmm"``).
     orthonormality_error_ : float
@@ -104,7 +129,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         ``f``, ``loss``, ``lagrangian``, ``violation``, ``grad_norm``,
         ``multiplier_norm``, ``time`` per iterate.
     objective_ : float
-        Eq. 5 (without ``b``) at the returned ``(T, w)``.
+        Eq. 5 (without ``b``) at the returned ``(T, w)``, on ``X / s``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` was a data frame with string column names;
@@ -201,27 +226,46 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         """
         _check_at_most(self, "n_components", self.n_components, problem.n_features,
                        "orthonormal columns need n_components <= n_features")
+        # the step rule's scale: fit on X / s, so that the iterates on c X
+        # are those on X (eq. lr-scale); s = 1 on LETOR's [0, 1] features
+        scale = _feature_scale(problem.X)
+        if scale != 1.0:
+            problem = RankingProblem(X=problem.X / scale, y=problem.y,
+                                     qid=problem.qid, groups=problem.groups)
         loss = PairwiseLogistic(problem)
         objective = LifeRankObjective(loss, self.n_components, self.lam)
         n, k = objective.n, objective.k
-        result = liferank_solve(
-            objective, self._initial_T(n, k), np.ones(k),
-            constraint=self.constraint, lr=self.lr,
-            lr_multiplier=self.lr_multiplier, damping=self.damping,
-            update=self.update, retraction=self.retraction,
-            max_iter=int(self.max_iter), tol=self.tol,
-            constraint_tol=self.constraint_tol)
-        if (result.message.startswith("diverged")
-                or not (np.all(np.isfinite(result.T))
-                        and np.all(np.isfinite(result.w)))):
+        # a diverged run raises below: its ConvergenceWarning would be noise
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            result = liferank_solve(
+                objective, self._initial_T(n, k), np.ones(k),
+                constraint=self.constraint, lr=self.lr,
+                lr_multiplier=self.lr_multiplier, damping=self.damping,
+                update=self.update, retraction=self.retraction,
+                max_iter=int(self.max_iter), tol=self.tol,
+                constraint_tol=self.constraint_tol)
+        finite = bool(np.all(np.isfinite(result.T))
+                      and np.all(np.isfinite(result.w)))
+        if result.message.startswith("diverged") and "guard" in result.message:
+            # the guard stopped a growing run: the step, not the data
+            raise NonFiniteError(
+                f"LifeRank: the fit {result.message}"
+                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
+                + f" (X is divided by its scale {scale:.3g} first, so the "
+                "step does not depend on the scale of the features)")
+        if result.message.startswith("diverged") or not finite:
             raise NonFiniteError(nonfinite_message(
                 "LifeRank", "an iterate (T, w), its objective or gradient", None,
                 objective,
                 f"({result.message}; lower lr"
                 + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-                + " if X is of order 1)"))
+                + ")"))
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        self.feature_scale_ = scale
         self.components_ = result.T
-        self.coef_ = result.w
+        self.coef_ = result.w / scale
         self.multipliers_ = result.multipliers
         self.orthonormality_error_ = orthonormality_error(result.T)
         self.n_iter_ = result.n_iter

@@ -69,9 +69,20 @@ def _check_rate(value, name, allow_zero=False):
     return v
 
 
+def _growth(f, cnorm, f_cap, c_cap, history):
+    """Why the divergence guard of :func:`bdmm` trips, or ``""``."""
+    if f > f_cap:
+        return (f"the objective grew from {history['f'][0]:.4g} to {f:.4g}, "
+                f"above the guard {f_cap:.4g}")
+    if cnorm > c_cap:
+        return (f"||c|| grew from {history['violation'][0]:.4g} to "
+                f"{cnorm:.4g}, above the guard {c_cap:.4g}")
+    return ""
+
+
 def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
          update="alternating", max_iter=1000, tol=1e-6, constraint_tol=1e-6,
-         monitor=None, warn=True, on_nonfinite="raise"):
+         monitor=None, warn=True, on_nonfinite="raise", max_growth=None):
     r"""Basic (or modified) differential multiplier method, discretised.
 
     Parameters
@@ -114,6 +125,14 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
         is then not usable).  A non-finite value at the starting point
         always raises: no iteration was made, and the relative stopping test
         would compare ``inf`` with ``tol * inf``.
+    max_growth : float, optional
+        The divergence guard (off by default).  With ``g = max_growth``, a
+        run whose objective reaches ``f_t > f_0 + g max(1, |f_0|)``, or
+        whose violation reaches ``||c_t|| > ||c_0|| + g max(1, ||c_0||)``,
+        has diverged: a step too large for the curvature makes both grow
+        geometrically, long before they overflow, while a convergent run
+        stays near its start.  It is then treated as a non-finite run
+        (``on_nonfinite``), with a message that names ``lr``.
 
     Returns
     -------
@@ -142,6 +161,8 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
     if on_nonfinite not in ON_NONFINITE:
         raise DataError(
             f"on_nonfinite must be one of {ON_NONFINITE}, got {on_nonfinite!r}")
+    if max_growth is not None:
+        max_growth = _check_rate(max_growth, "max_growth")
 
     x = np.array(x0, dtype=np.float64, copy=True).ravel()
     check_finite(x, "bdmm", "x0", problem)
@@ -199,6 +220,13 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
         return (math.isfinite(gnorm) and math.isfinite(cnorm)
                 and gnorm <= tol * scale and cnorm <= constraint_tol)
 
+    # the divergence guard's thresholds, fixed at the start
+    f_cap = c_cap = math.inf
+    if max_growth is not None:
+        f_cap = f + max_growth * max(1.0, abs(f))
+        c0 = safe_norm(c)
+        c_cap = c0 + max_growth * max(1.0, c0)
+
     n_iter = 0
     converged = done(gL)
     message = "stopping rule met at the starting point" if converged else ""
@@ -228,6 +256,15 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
                         problem, f"at iteration {n_iter} (the run diverged: "
                         "lower lr or lr_multiplier, or add damping)"))
                 record(np.full_like(x, np.nan), extra)
+                break
+            grown = _growth(f, safe_norm(c), f_cap, c_cap, history)
+            if grown:
+                message = (f"diverged at iteration {n_iter} ({grown}): the "
+                           f"step lr={lr:g} is too large for this problem; "
+                           f"lower lr (e.g. lr={lr / 10:g})")
+                if on_nonfinite == "raise":
+                    raise NonFiniteError(f"bdmm: {message}")
+                record(gL, extra)
                 break
             record(gL, extra)
         converged = done(gL)

@@ -72,7 +72,8 @@ class _Unconstrained:
         return np.zeros(self.objective.n_features)
 
 
-def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
+def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn,
+                     max_growth=None):
     """Riemannian gradient descent in ``T`` (retraction), plain in ``w``."""
     t0 = time.perf_counter()
     T = stiefel_retraction(T0, retraction)
@@ -100,9 +101,13 @@ def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
     check_finite(gnorm, "liferank_solve (stiefel)", "the gradient norm",
                  objective, where)
     scale = max(1.0, gnorm)
+    # the divergence guard of bdmm (T^T T = I holds, so only F can grow)
+    f_cap = (math.inf if max_growth is None
+             else F + max_growth * max(1.0, abs(F)))
     n_iter = 0
     converged = gnorm <= tol * scale
     diverged = False
+    grown = ""
     while not converged and n_iter < max_iter:
         with np.errstate(over="ignore", invalid="ignore"):
             T_step, w = T - lr * rg, w - lr * gw
@@ -117,8 +122,16 @@ def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
         if not (math.isfinite(F) and math.isfinite(gnorm)):
             diverged = True
             break
+        if F > f_cap:
+            grown = (f"the objective grew from {history['f'][0]:.4g} to "
+                     f"{F:.4g}, above the guard {f_cap:.4g}")
+            break
         converged = gnorm <= tol * scale
-    if diverged:
+    if grown:
+        message = (f"diverged at iteration {n_iter} ({grown}): the step "
+                   f"lr={lr:g} is too large for this problem; lower lr "
+                   f"(e.g. lr={lr / 10:g})")
+    elif diverged:
         message = f"diverged at iteration {n_iter + 1} (non-finite iterate)"
     elif converged:
         message = f"converged in {n_iter} iterations"
@@ -135,7 +148,7 @@ def _stiefel_descent(objective, T0, w0, lr, retraction, max_iter, tol, warn):
 def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
                    lr_multiplier=None, damping=0.0, update="alternating",
                    retraction="polar", max_iter=1000, tol=1e-6,
-                   constraint_tol=1e-3, warn=True):
+                   constraint_tol=1e-3, warn=True, max_growth=10.0):
     r"""Minimise LifeRank's eq. 5 by one of three treatments of ``T^T T = I``.
 
     * ``"bdmm"`` -- the paper (eq. 8): gradient descent in ``(T, w)`` on the
@@ -181,6 +194,12 @@ def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
         as met.
     warn : bool
         ``ConvergenceWarning`` when ``max_iter`` is reached.
+    max_growth : float or None, default 10.0
+        The divergence guard of :func:`refimpl.solvers.bdmm`: a run whose
+        objective ``F`` exceeds ``F_0 + max_growth max(1, |F_0|)`` (or, for
+        ``"bdmm"``, whose ``||T^T T - I||_F`` grows likewise) stops with a
+        message starting with "diverged" that names ``lr``; ``None`` turns
+        it off.
 
     Returns
     -------
@@ -203,7 +222,7 @@ def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
         raise DataError("T0 and w0 must be finite")
     if constraint == "stiefel":
         return _stiefel_descent(objective, objective.unpack(x0)[0], w0, lr,
-                                retraction, max_iter, tol, warn)
+                                retraction, max_iter, tol, warn, max_growth)
 
     def monitor(x):
         return {"loss": objective.last_loss,
@@ -217,7 +236,7 @@ def liferank_solve(objective, T0, w0, *, constraint="bdmm", lr=0.1,
                    damping=damping if constraint == "bdmm" else 0.0,
                    update=update, max_iter=max_iter, tol=tol,
                    constraint_tol=constraint_tol, monitor=monitor, warn=False,
-                   on_nonfinite="stop")
+                   on_nonfinite="stop", max_growth=max_growth)
     T, w = objective.unpack(res.w)
     history = res.history
     # for "none" the norm of the empty constraint vector is 0: report T's own
