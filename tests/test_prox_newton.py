@@ -23,6 +23,7 @@ from refimpl.kernels.cd_l1 import (
     cd_quadratic_l1,
     model_violation,
 )
+from refimpl.kernels.laplacian_tree import active_laplacian_rows
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.pairs import pair_difference_matrix
@@ -105,6 +106,51 @@ def test_active_laplacian_matmul_matches_brute_force(seed, n_docs, n_feat):
             ref += np.outer(e, e) @ X
     assert count == n_act
     np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.lists(st.integers(1, 9), min_size=1, max_size=5),
+       st.integers(1, 5), st.integers(1, 4), st.sampled_from([0.5, 1.0, 3.0]))
+def test_active_laplacian_rows_matches_brute_force(seed, sizes, n_feat, n_levels,
+                                                   margin):
+    """The per-query sorted-score Laplacian against the explicit pair loop.
+
+    Scores on a coarse grid (ties, residuals exactly 0 at margin 1), queries
+    of one document, queries with one label (no pair)."""
+    rng = np.random.default_rng(seed)
+    indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(indptr[-1])
+    X = np.ascontiguousarray(rng.normal(size=(n, n_feat)))
+    y = rng.integers(0, n_levels, n).astype(np.float64)
+    z = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0], size=n)
+    pi, pj = [], []
+    for q in range(len(sizes)):
+        for i in range(indptr[q], indptr[q + 1]):
+            for j in range(indptr[q], indptr[q + 1]):
+                if y[i] > y[j]:
+                    pi.append(i)
+                    pj.append(j)
+    pi, pj = np.array(pi, dtype=np.int64), np.array(pj, dtype=np.int64)
+    ref = np.zeros_like(X)
+    n_ref = active_laplacian_matmul(z, pi, pj, margin, X, ref)
+    out = np.zeros_like(X)
+    count = active_laplacian_rows(X, z, y, indptr, margin, out)
+    assert count == n_ref
+    np.testing.assert_allclose(out, ref, atol=1e-12 * max(1.0, np.abs(X).max()) * n)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_newton_on_the_tree_takes_the_pairs_steps(seed):
+    """Proximal Newton with the tree's Hessian (no pair arrays) against explicit
+    pairs: the same Hessians up to rounding, so the same solution within tol."""
+    X, y, qid = small(seed, n_queries=8)
+    fits = [SparseRankSVM(C=0.3, solver="newton", tol=1e-10, backend=b).fit(X, y, qid)
+            for b in ("pairs", "tree")]
+    assert fits[1].backend_ == "tree" and fits[0].backend_ == "pairs"
+    assert fits[0].converged_ and fits[1].converged_
+    assert abs(fits[0].objective_ - fits[1].objective_) <= 1e-10 * abs(fits[0].objective_)
+    np.testing.assert_allclose(fits[1].coef_, fits[0].coef_, rtol=1e-6,
+                               atol=1e-8 * np.abs(fits[0].coef_).max())
 
 
 @settings(max_examples=40, deadline=None)
