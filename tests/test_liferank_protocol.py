@@ -31,8 +31,8 @@ def toy_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tables(toy_root):
-    # the protocol's 150-iteration budget is intended; its workers silence
-    # the ConvergenceWarning themselves (pyproject makes it an error)
+    # the registry's 1000-iteration budget is intended; the protocol
+    # silences the ConvergenceWarning itself (pyproject makes it an error)
     return lp.liferank_tables(folds=(1, 2), dataset=NAME, root=toy_root,
                               n_jobs=1)
 
@@ -41,8 +41,12 @@ def test_tables_structure(tables):
     rows = [(n, k) for k in lp.KS for n in ("Original", "PCA", "GAS",
                                              "FSMRank", "LifeRank")]
     rows += [(n, 10) for n in lp.EXTRA_K10]
-    keys = {f"{r}|{n}|{k}" for r in ("RankSVM", "LinReg") for n, k in rows}
+    keys = {f"{r}|{n}|{k}" for r in lp.RANKERS for n, k in rows}
     assert set(tables["means"]) == keys == set(tables["marks"])
+    assert set(tables["fold_means"]) == keys
+    assert set(tables["C"]) == {f"{n}|{k}" for n, k in rows}
+    assert all(len(c) == 2 and set(c) <= set(lp.SVMRANK_C)
+               for c in tables["C"].values())
     for key, v in tables["means"].items():
         assert v.shape == (11,) and np.all((v >= 0) & (v <= 1)), key
         assert len(tables["marks"][key]) == 11
@@ -106,3 +110,41 @@ def test_committed_snapshot(toy_root, tmp_path, monkeypatch):
     assert all(len(line) <= 79 for n in notes for line in n.splitlines())
     stored = json.loads((tmp_path / "s.json").read_text())
     assert stored["values"] == snap.values
+
+
+def test_svmrank_c_is_the_validation_argmax(toy_root):
+    """SVMrank's C is the grid value of best validation MAP, and its test
+    scores are those of that fit."""
+    fold = data.load_letor_fold(NAME, 1, root=toy_root)
+    (Xtr, ytr, qtr), (Xva, yva, qva) = fold.train, fold.vali
+    vals = [metrics.average_precision(
+        yva, lp._HINGE(C=C).fit(Xtr, ytr, qtr).predict(Xva), qva)
+        for C in lp.SVMRANK_C]
+    out = lp.fold_scores(Xtr, fold.test[0], fold.train, fold.test, Xva,
+                         fold.vali)
+    assert out["C"] == lp.SVMRANK_C[int(np.argmax(vals))]
+    s = lp._HINGE(C=out["C"]).fit(Xtr, ytr, qtr).predict(fold.test[0])
+    np.testing.assert_allclose(out["SVMrank"][:, -1], metrics.average_precision(
+        fold.test[1], s, fold.test[2], per_query=True), atol=1e-12)
+
+
+def test_protocol_csv_beside_the_paper(tables, tmp_path):
+    rows = [{"paper_method": "LifeRank + RankSVM (k = 10)", "metric": "MAP",
+             "value": "0.4792", "table": "Table 2"},
+            {"paper_method": "RankSVM (SVMrank; original features)",
+             "metric": "NDCG@10", "value": "0.2284", "table": "Table 2"}]
+    path = tmp_path / "p.csv"
+    lp.write_protocol_csv(tables, rows, path)
+    import csv
+    got = list(csv.DictReader(path.open()))
+    assert len(got) == 11 * len(tables["means"])
+    one = [r for r in got if (r["ranker"], r["features"], r["k"],
+                              r["metric"]) == ("SVMrank", "LifeRank", "10",
+                                               "MAP")]
+    ours = tables["means"]["SVMrank|LifeRank|10"][-1]
+    assert one[0]["paper"] == "0.4792"
+    assert float(one[0]["ours_minus_paper"]) == pytest.approx(ours - 0.4792,
+                                                              abs=1e-6)
+    orig = [r for r in got if r["features"] == "Original"
+            and r["metric"] == "NDCG@10" and r["ranker"] != "LinReg"]
+    assert orig and all(r["paper"] == "0.2284" for r in orig)

@@ -1,20 +1,28 @@
-"""LifeRank's MQ2008 protocol beyond the runner (Pandey et al. 2018).
+"""LifeRank's MQ2008 protocol as the paper printed it (Pandey et al. 2018).
 
-The runner (``python -m refimpl run``) cross-validates the registry's
-methods, among them LifeRank + RankSVM and LifeRank + linear regression at
-the paper's k = 10 (``results/MQ2008/``).  The paper's Tables 2, 4 and 5
-also vary k (5, 10, 15, 20), compare with PCA, drop the constraint
-(LifeRank^NO, from two starts) and score the extracted features'
-importance and redundancy; :func:`liferank_tables` runs that on the five
-folds, and chapter 6 shows its committed output
-(``results/book/06-liferank-mq2008.json``, written by
-:func:`refimpl.experiments.snapshots.snapshot` with ``REFIMPL_UPDATE_SNAPSHOTS=1``).
+The paper's Table 2: k in {5, 10, 15, 20} features extracted by LifeRank or
+selected by GAS and by FSMSVM (FSMRank's largest weights), and the original
+features, each ranked by SVMrank (Joachims' L1-hinge RankSVM) and by
+RankLib's linear regression, NDCG@1-10 and MAP on the test queries of the
+five folds with two-tailed paired t-test marks.  :func:`liferank_tables`
+runs it, with LifeRank as the paper initialises it (``w`` all ones, ``T``
+random) and stops it ("convergence or the maximum number of iterations":
+the registry's ``tol = 1e-4`` and 1000 iterations at the registry's step),
+SVMrank's ``C`` selected on each fold's validation MAP from
+:data:`SVMRANK_C` (the paper gives none) and, beside them, our L2-loss
+RankSVM at ``C = 1`` (the ranker of the runner's first comparison), PCA,
+LifeRank^NO (Table 5) and the features' quality (Table 4).  Chapter 6 shows
+its committed output (``results/book/06-liferank-mq2008.json``, written by
+:func:`refimpl.experiments.snapshots.snapshot` with
+``REFIMPL_UPDATE_SNAPSHOTS=1``; the flat table is
+``results/MQ2008/liferank_protocol.csv``, by :func:`write_protocol_csv`).
 
 Derived in: book/06_liferank_bdmm.md#liferank
 """
 
 from __future__ import annotations
 
+import csv
 import warnings
 
 import numpy as np
@@ -22,13 +30,16 @@ from scipy import stats
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 
+from .. import _io
 from .. import data as _data
 from .. import features as _features
 from .. import metrics as _metrics
 from ..estimators import FSMRank, LifeRank, RankSVM
+from ..estimators import RankSVM as _HINGE    # placeholder: the L1 hinge
 
-__all__ = ["CUTS", "EXTRA_K10", "KS", "feature_quality", "fold_scores",
-           "liferank_tables", "mark", "protocol_fold"]
+__all__ = ["CUTS", "EXTRA_K10", "KS", "LIFE", "RANKERS", "SVMRANK_C",
+           "feature_quality", "fold_scores", "liferank_tables", "mark",
+           "protocol_fold", "write_protocol_csv"]
 
 #: The numbers of extracted or selected features of the paper's Table 2.
 KS = (5, 10, 15, 20)
@@ -37,12 +48,39 @@ CUTS = tuple(range(1, 11))
 #: The ablations of Table 5, at k = 10 only.
 EXTRA_K10 = {"LifeRank^NO": {"constraint": "none"},
              "LifeRank^NO, U start": {"constraint": "none", "init": "uniform"}}
-#: LifeRank's budget: 150 iterations of damped BDMM (see chapter 6).
-LIFE = {"lr": 0.2, "max_iter": 150}
+#: LifeRank as the registry runs it (``liferank-*``): the paper states no
+#: step, budget or lambda; w starts at ones and T at random (the paper).
+LIFE = {"lam": 1e-3, "lr": 0.1, "max_iter": 1000, "tol": 1e-4,
+        "random_state": 0}
+#: SVMrank's C grid (its own convention), selected on validation MAP.
+SVMRANK_C = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+#: The downstream rankers: SVMrank (L1 hinge, C by validation), our
+#: L2-loss RankSVM at C = 1, least squares (RankLib's linear regression).
+RANKERS = ("SVMrank", "RankSVM", "LinReg")
 
 
-def fold_scores(Ftr, Fte, train, test):
-    """Per-query test NDCG@1..10 and AP of RankSVM (C = 1) and least squares.
+def _per_query(s, y, qid):
+    nd = _metrics.ndcg_at_k(y, s, qid, k=list(CUTS), per_query=True)
+    ap = _metrics.average_precision(y, s, qid, per_query=True)
+    return np.column_stack([nd, ap])
+
+
+def _svmrank(Ftr, Fva, train, vali):
+    """SVMrank on each C of :data:`SVMRANK_C`; the best validation MAP."""
+    (_, ytr, qtr), (_, yva, qva) = train, vali
+    best = None
+    for C in SVMRANK_C:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = _HINGE(C=C).fit(Ftr, ytr, qtr)
+        val = _metrics.average_precision(yva, model.predict(Fva), qva)
+        if best is None or val > best[0]:
+            best = (val, C, model)
+    return best[1], best[2]
+
+
+def fold_scores(Ftr, Fte, train, test, Fva=None, vali=None):
+    """Per-query test NDCG@1..10 and AP of the downstream rankers.
 
     Derived in: book/06_liferank_bdmm.md#liferank
 
@@ -52,21 +90,26 @@ def fold_scores(Ftr, Fte, train, test):
         Training and test features (original, selected or extracted).
     train, test : tuple of (X, y, qid)
         The fold's splits (only ``y`` and ``qid`` are used).
+    Fva : ndarray, optional
+        Validation features; with ``vali`` SVMrank is fitted too.
+    vali : tuple of (X, y, qid), optional
 
     Returns
     -------
     dict
-        ``{"RankSVM": A, "LinReg": A}``, ``A`` of shape (queries, 11).
+        ``{"RankSVM": A, "LinReg": A}`` (and ``"SVMrank": A`` with
+        validation data), ``A`` of shape (queries, 11); ``"C"``: SVMrank's
+        selected C.
     """
     (_, ytr, qtr), (_, yte, qte) = train, test
     svm = RankSVM(C=1.0).fit(Ftr, ytr, qtr)
     ols = LinearRegression().fit(Ftr, ytr)
-    out = {}
-    for ranker, s in (("RankSVM", svm.predict(Fte)),
-                      ("LinReg", ols.predict(Fte))):
-        nd = _metrics.ndcg_at_k(yte, s, qte, k=list(CUTS), per_query=True)
-        ap = _metrics.average_precision(yte, s, qte, per_query=True)
-        out[ranker] = np.column_stack([nd, ap])
+    out = {"RankSVM": _per_query(svm.predict(Fte), yte, qte),
+           "LinReg": _per_query(ols.predict(Fte), yte, qte)}
+    if vali is not None:
+        C, hinge = _svmrank(Ftr, Fva, train, vali)
+        out["SVMrank"] = _per_query(hinge.predict(Fte), yte, qte)
+        out["C"] = C
     return out
 
 
@@ -103,7 +146,7 @@ def _selections(Xtr, ytr, qtr):
     return imp, sim, order, Qt
 
 
-def protocol_fold(train, test, *, ks=KS, random_state=1):
+def protocol_fold(train, test, vali=None, *, ks=KS, random_state=0):
     """Every reduction of the protocol on one fold.
 
     Derived in: book/06_liferank_bdmm.md#liferank
@@ -111,10 +154,12 @@ def protocol_fold(train, test, *, ks=KS, random_state=1):
     Parameters
     ----------
     train, test : tuple of (X, y, qid)
+    vali : tuple of (X, y, qid), optional
+        With it, SVMrank (C selected on validation MAP) is run too.
     ks : sequence of int, default KS
         Numbers of features; the ablations run at k = 10 when it is in.
-    random_state : int, default 1
-        LifeRank's seed (chapter 6 uses the fold number).
+    random_state : int, default 0
+        LifeRank's seed (the registry's).
 
     Returns
     -------
@@ -123,28 +168,40 @@ def protocol_fold(train, test, *, ks=KS, random_state=1):
     quality : dict
         name -> :func:`feature_quality` at k = 10 (and of the uniform start).
     fits : dict
-        ``(name, k)`` -> (LifeRank's objective, ||T^T T - I||_F).
+        ``(name, k)`` -> (LifeRank's objective, ||T^T T - I||_F,
+        iterations, converged).
     """
     (Xtr, ytr, qtr), (Xte, _, _) = train, test
+    Xva = None if vali is None else vali[0]
+
+    def scores_on(cols=None, T=None):
+        def f(X):
+            if X is None:
+                return None
+            return X[:, cols] if cols is not None else (
+                X @ T if T is not None else X)
+        return fold_scores(f(Xtr), f(Xte), train, test, f(Xva), vali)
+
     imp, sim, order, Qt = _selections(Xtr, ytr, qtr)
-    scores = {"Original": fold_scores(Xtr, Xte, train, test)}
+    scores = {"Original": scores_on()}
     quality = {"Original": feature_quality(Xte, test)}
     fits = {}
+    life = {**LIFE, "random_state": random_state}
     for k in ks:
         cols = {"GAS": _features.gas_select(imp, sim, k, 0.01),
                 "FSMRank": order[:k]}
         T_sets = {"PCA": Qt[:k].T}
         for name, kw in {"LifeRank": {}, **(EXTRA_K10 if k == 10 else {})}.items():
-            est = LifeRank(n_components=k, random_state=random_state,
-                           **LIFE, **kw).fit(Xtr, ytr, qtr)
+            est = LifeRank(n_components=k, **{**life, **kw}).fit(Xtr, ytr, qtr)
             T_sets[name] = est.components_
-            fits[name, k] = (est.objective_, est.orthonormality_error_)
+            fits[name, k] = (est.objective_, est.orthonormality_error_,
+                             est.n_iter_, est.converged_)
         for name, idx in cols.items():
-            scores[name, k] = fold_scores(Xtr[:, idx], Xte[:, idx], train, test)
+            scores[name, k] = scores_on(cols=idx)
             if k == 10:
                 quality[name] = feature_quality(Xte[:, idx], test)
         for name, T in T_sets.items():
-            scores[name, k] = fold_scores(Xtr @ T, Xte @ T, train, test)
+            scores[name, k] = scores_on(T=T)
             if k == 10 and name != "PCA":
                 quality[name] = feature_quality(Xte @ T, test)
     if 10 in ks:
@@ -171,14 +228,21 @@ def mark(a, b):
 
 def _one_fold(dataset, f, root):
     # worker processes do not inherit the caller's warning filters; the
-    # 150-iteration budget is intended (chapter 6), so its warning is noise
+    # 1000-iteration budget is the registry's, so its warning is noise
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     fold = _data.load_letor_fold(dataset, f, root=root)
-    return protocol_fold(fold.train, fold.test, random_state=f)
+    return protocol_fold(fold.train, fold.test, fold.vali)
+
+
+#: The rows of Table 2 (and PCA) at every k, then Table 5's at k = 10.
+def _rows():
+    rows = [(n, k) for k in KS for n in ("Original", "PCA", "GAS", "FSMRank",
+                                         "LifeRank")]
+    return rows + [(n, 10) for n in EXTRA_K10]
 
 
 def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
-                    n_jobs=2):
+                    n_jobs=1):
     """The protocol on a LETOR data set's folds, pooled over test queries.
 
     Derived in: book/06_liferank_bdmm.md#liferank
@@ -189,7 +253,7 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
     dataset : str, default "MQ2008"
     root : path-like, optional
         LETOR root (default ``LETOR_HOME``).
-    n_jobs : int, default 2
+    n_jobs : int, default 1
         Folds run in parallel (joblib).
 
     Returns
@@ -197,29 +261,90 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
     dict
         ``means`` ("ranker|name|k" -> 11 means over the pooled queries),
         ``marks`` (same keys -> 11 marks against LifeRank at that k),
-        ``fits`` (name -> mean objective and violation at k = 10) and
-        ``quality`` (name -> mean over folds of :func:`feature_quality`).
+        ``fold_means`` (same keys -> one row of 11 means per fold),
+        ``C`` ("name|k" -> SVMrank's selected C per fold),
+        ``fits`` (name -> mean objective, violation, iterations and
+        fraction converged at k = 10) and ``quality`` (name -> mean over
+        folds of :func:`feature_quality`).
     """
     from joblib import Parallel, delayed
     res = Parallel(n_jobs=n_jobs)(delayed(_one_fold)(dataset, f, root)
                                   for f in folds)
 
-    def pooled(key, ranker):
-        return np.vstack([fr[0][key][ranker] for fr in res])
+    def key_of(n, k):
+        return "Original" if n == "Original" else (n, k)
 
-    rows = [(n, k) for k in KS for n in ("Original", "PCA", "GAS", "FSMRank",
-                                         "LifeRank")]
-    rows += [(n, 10) for n in EXTRA_K10]
-    means, marks = {}, {}
-    for r in ("RankSVM", "LinReg"):
-        for n, k in rows:
-            ours = pooled("Original" if n == "Original" else (n, k), r)
-            life = pooled(("LifeRank", k), r)
+    means, marks, fold_means, chosen = {}, {}, {}, {}
+    for r in RANKERS:
+        for n, k in _rows():
+            per_fold = [fr[0][key_of(n, k)][r] for fr in res]
+            ours = np.vstack(per_fold)
+            life = np.vstack([fr[0]["LifeRank", k][r] for fr in res])
             means[f"{r}|{n}|{k}"] = ours.mean(axis=0)
+            fold_means[f"{r}|{n}|{k}"] = np.array([a.mean(axis=0)
+                                                   for a in per_fold])
             marks[f"{r}|{n}|{k}"] = "".join(
                 " " if n == "LifeRank" else mark(life[:, j], ours[:, j])
                 for j in range(ours.shape[1]))
+    for n, k in _rows():
+        chosen[f"{n}|{k}"] = [fr[0][key_of(n, k)]["C"] for fr in res]
     fits = {n: np.mean([fr[2][n, 10] for fr in res], axis=0)
             for n in ("LifeRank", *EXTRA_K10)}
     quality = {n: np.mean([fr[1][n] for fr in res], axis=0) for n in res[0][1]}
-    return {"means": means, "marks": marks, "fits": fits, "quality": quality}
+    return {"means": means, "marks": marks, "fold_means": fold_means,
+            "C": chosen, "fits": fits, "quality": quality,
+            "folds": list(folds), "svmrank_C_grid": list(SVMRANK_C)}
+
+
+def write_protocol_csv(tables, paper_rows, path):
+    """The protocol's pooled means beside the paper's Table 2, as CSV.
+
+    One row per (ranker, features, k, metric): our mean, our mark (LifeRank
+    against the row), the paper's value where Table 2 (or Table 5) has it,
+    and ours minus the paper's.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+
+    Parameters
+    ----------
+    tables : dict
+        :func:`liferank_tables`'s output (or the committed snapshot).
+    paper_rows : list of dict
+        Rows of ``results/paper_values.csv`` (``paper_method``, ``metric``,
+        ``value``, ``table``).
+    path : path-like
+    """
+    names = {"RankSVM": "RankSVM", "Linear Regression": "LinReg"}
+    paper = {}
+    for r in paper_rows:
+        who, _, rest = r["paper_method"].partition(" + ")
+        ranker, _, k = rest.partition(" (k = ")
+        if ranker in names and k:
+            feat = {"FSMSVM": "FSMRank"}.get(who, who)
+            for ours in (("SVMrank", "RankSVM") if ranker == "RankSVM"
+                         else ("LinReg",)):
+                paper[ours, feat, int(k[:-1]), r["metric"]] = float(r["value"])
+        elif r["paper_method"].startswith(("RankSVM (SVMrank", "Linear Reg")):
+            rk = ("SVMrank", "RankSVM") if r["paper_method"].startswith(
+                "RankSVM") else ("LinReg",)
+            for ours in rk:
+                for k in KS:
+                    paper[ours, "Original", k, r["metric"]] = float(r["value"])
+    metrics = [f"NDCG@{c}" for c in CUTS] + ["MAP"]
+    lines = []
+    for key, vals in tables["means"].items():
+        ranker, feat, k = key.split("|")
+        for j, m in enumerate(metrics):
+            ref = paper.get((ranker, feat, int(k), m))
+            lines.append([ranker, feat, k, m, f"{vals[j]:.6f}",
+                          tables["marks"][key][j].strip(),
+                          "" if ref is None else f"{ref:.4f}",
+                          "" if ref is None else f"{vals[j] - ref:+.6f}"])
+    header = ["ranker", "features", "k", "metric", "ours", "mark",
+              "paper", "ours_minus_paper"]
+    def write(fh):
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(lines)
+
+    _io.atomic_write(path, write, binary=False)
