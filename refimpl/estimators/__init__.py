@@ -1,6 +1,7 @@
 """scikit-learn-style estimators on top of the losses and solvers.
 
 One module per family: :mod:`~refimpl.estimators.ranksvm` (RankSVM),
+:mod:`~refimpl.estimators.hinge_ranksvm` (HingeRankSVM, SVMrank's problem),
 :mod:`~refimpl.estimators.fenchelrank` (FenchelRank),
 :mod:`~refimpl.estimators.sparse` (SparseRankSVM),
 :mod:`~refimpl.estimators.fsmrank` (FSMRank, FSMSVM),
@@ -48,6 +49,7 @@ from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
 from .fenchelrank import FenchelRank
 from .fsmrank import FSMSVM, FSMRank
 from .gas import GASRanker, gas_e
+from .hinge_ranksvm import HingeRankSVM
 from .liferank import LifeRank
 from .ranksvm import RankSVM
 from .sparse import SparseRankSVM
@@ -57,6 +59,7 @@ __all__ = [
     "FSMRank",
     "FenchelRank",
     "GASRanker",
+    "HingeRankSVM",
     "LambdaMART",
     "LifeRank",
     "LifeRankPipeline",

@@ -35,6 +35,7 @@ from ..estimators import (
     FenchelRank,
     FSMRank,
     GASRanker,
+    HingeRankSVM,
     LambdaMART,
     LifeRankPipeline,
     LinearRegressionRanker,
@@ -441,6 +442,20 @@ register(Method(
     # than 1e-6).
     fixed={"tol": 1e-4},
     description="L2-loss linear RankSVM, TRON with order-statistic trees",
+))
+#: SVMrank's C (per query, svm_rank_learn -c): decades around its default
+#: 0.01; the LifeRank paper names SVMrank without its C or selection rule.
+_SVMRANK_C = [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]
+register(Method(
+    name="ranksvm-hinge", factory=HingeRankSVM,
+    grid={"C": _SVMRANK_C}, reduced_grid={"C": [1e-2, 1.0]},
+    selection_metric="MAP", linear=True, paper="joachims2006training",
+    grid_source="SVMrank (Joachims 2006, svm_rank): L1 hinge, C / n_queries; "
+                "Pandey et al. (2018) give neither C nor the selection rule: "
+                "ours C in 1e-3..1e2, selected by validation MAP",
+    fixed={"tol": 1e-6, "max_iter": 1000},
+    description="L1-hinge linear RankSVM (SVMrank's problem), 1-slack "
+                "cutting planes",
 ))
 register(Method(
     name="fenchelrank", factory=FenchelRank,

@@ -1,0 +1,157 @@
+"""HingeRankSVM: the L1-hinge linear RankSVM of SVMrank (Joachims 2006)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from .._validation import check_fit_input, reset_fitted
+from ..losses.pairwise_hinge import PairwiseHinge
+from ..solvers.cutting_plane import cutting_plane_ranksvm
+from ._base import COUNT, POSITIVE, MemoryEstimate, _LinearRanker, _warn_empty
+
+__all__ = ["HingeRankSVM"]
+
+
+class HingeRankSVM(_LinearRanker):
+    """L1-hinge linear RankSVM with SVMrank's ``C``, by 1-slack cutting planes.
+
+    Minimises eq. (7.h1) of the book, the problem of Joachims' ``svm_rank``
+    (``svm_rank_learn -c C``, default loss ``-l 1``, margin rescaling),
+
+    .. math::
+
+        P(w) = \\tfrac12 w^T w + \\frac{C}{n} \\sum_{(i, j) \\in P}
+            \\max(0, 1 - w^T (x_i - x_j)),
+
+    with ``P`` the preference pairs (``q_i = q_j``, ``y_i > y_j``) and ``n``
+    the number of training queries.  The division by ``n`` is SVMrank's:
+    its ``svm_struct_learn.c`` solves ``min 1/2 ||w||^2 + C xi`` with the
+    joint constraint averaged over the ``n`` rankings (each plane is
+    ``sum_i (Psi(x_i, y_i) - Psi(x_i, ybar_i)) / n`` against
+    ``sum_i Delta_i / n``), and its ``svm_struct_api.c`` for SVMrank sets
+    ``Delta_i`` to the number of swapped pairs of query ``i`` and the
+    margin of each pair to its score difference, so the slack of query
+    ``i`` is the sum of its pairs' hinges.  The program's help says the same
+    in other words: SVM-light's ``-z p`` with ``c_light = c_rank / n``
+    solves the same problem.  Unlike :class:`RankSVM` (Lee & Lin's squared
+    hinge, ``C`` per pair), the loss is linear beyond the margin and ``C``
+    is per query.
+
+    The solver is the 1-slack cutting-plane method (Joachims 2006) with an
+    exact most-violated constraint in O(l log l) per query and an exact
+    working-set QP; it stops on the duality gap
+    ``P(w) - D(alpha) <= tol * P(w)`` (``svm_rank`` stops instead when the
+    new plane is violated by at most ``-e`` = 0.001 times the mean number
+    of pairs per query, a gap of ``C`` times that).
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        SVMrank's ``-c`` (> 0): the loss weight per query.
+    tol : float, default 1e-6
+        Relative duality gap at the stop (> 0).
+    max_iter : int, default 1000
+        Maximum number of cutting planes.
+    verbose : bool, default False
+        One line per cutting plane.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    n_iter_ : int
+        Cutting planes added.
+    converged_ : bool
+    objective_ : float
+        ``P(coef_)``.
+    dual_gap_ : float
+        ``P(coef_) - D(alpha)``, a bound on ``P(coef_) - min P``.
+    history_ : dict of ndarray
+        Per iteration: ``f``, ``f_best``, ``dual``, ``gap``, ``ceps``,
+        ``n_violated``, ``qp_steps``, ``time``
+        (:func:`refimpl.solvers.cutting_plane.cutting_plane_ranksvm`).
+
+    See Also
+    --------
+    refimpl.estimators.RankSVM : the squared hinge (L2 loss), TRON.
+    refimpl.solvers.cutting_plane.cutting_plane_ranksvm : the solver.
+
+    Examples
+    --------
+    >>> from refimpl.data import make_synthetic_letor
+    >>> data = make_synthetic_letor(n_queries=30, seed=0)
+    >>> from refimpl.estimators import HingeRankSVM
+    >>> model = HingeRankSVM(C=1.0).fit(data.X, data.y, data.qid)
+    >>> model.converged_, model.coef_.shape
+    (True, (30,))
+    >>> bool(model.dual_gap_ <= 1e-6 * model.objective_)
+    True
+
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [POSITIVE],
+        "tol": [POSITIVE],
+        "max_iter": [COUNT],
+        "verbose": ["boolean"],
+    }
+
+    def __init__(self, C=1.0, tol=1e-6, max_iter=1000, verbose=False):
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
+                        grouped=True):
+        """Memory of a fit: the planes, their Gram matrix and the pass's buffers.
+
+        At most ``max_iter + 1`` planes of ``n_features`` doubles (allocated by
+        doubling, so up to twice that), their Gram matrix, and eight words
+        a document for the O(l log l) pass; never the pairs.
+        """
+        planes = 2 * (int(self.max_iter) + 2)
+        return MemoryEstimate(terms={
+            "cutting planes": planes * (int(n_features) + planes) * 8,
+            "per-document pass": int(n_docs) * 8 * 8,
+        })
+
+    def fit(self, X, y, qid=None):
+        """Fit on ``(X, y, qid)``; returns ``self``.
+
+        Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
+        weight is zero, which for ``C > 0`` happens only when no pair exists
+        or the violated pairs' differences cancel at ``w = 0``.
+        """
+        reset_fitted(self)
+        self._validate_params()
+        problem = check_fit_input(self, X, y, qid)
+        n_queries = problem.n_queries            # SVMrank's n: every query
+        support, columns = problem.pair_support()
+        loss = PairwiseHinge(support)
+        result = cutting_plane_ranksvm(loss, float(self.C), n_queries,
+                                       tol=float(self.tol),
+                                       max_iter=int(self.max_iter),
+                                       verbose=bool(self.verbose))
+        if not np.all(np.isfinite(result.w)):
+            raise FloatingPointError("HingeRankSVM produced non-finite coefficients")
+        if columns is None:
+            self.coef_ = result.w
+        else:
+            self.coef_ = np.zeros(problem.n_features)
+            self.coef_[columns] = result.w
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.history_ = result.as_arrays()
+        self.objective_ = float(result.history["f_best"][-1])
+        self.dual_gap_ = float(result.details["gap"])
+        if not np.any(self.coef_):
+            _warn_empty(
+                self,
+                "w = 0 minimises the L1-hinge RankSVM only when no preference "
+                f"pair exists or the pairs' differences cancel (|P| = "
+                f"{loss.n_pairs})",
+                parameter="C", value=float(self.C), stacklevel=3)
+        return self

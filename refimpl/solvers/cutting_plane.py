@@ -1,0 +1,266 @@
+"""The 1-slack cutting-plane method of SVMrank (Joachims 2006).
+
+Minimises the L1-hinge RankSVM objective with SVMrank's scaling of ``C``
+(eq. (7.h1) of the book),
+
+.. math::
+
+    P(w) = \\tfrac12 \\|w\\|^2 + \\frac{C}{n} \\sum_{(i, j) \\in P}
+        \\max(0, 1 - w^T (x_i - x_j)),
+
+``n`` the number of training queries, through its 1-slack form (eq. (7.h3)):
+``min 1/2 ||w||^2 + C xi`` subject to ``xi >= b_k - a_k^T w`` for the cutting
+planes ``(a_k, b_k)`` found so far, plus ``xi >= 0``.  Each iteration
+
+1. evaluates ``P`` at the current ``w`` and finds the most violated
+   constraint ``a = X^T (l^- - l^+) / n``, ``b = sum_i l_i^- / n`` in
+   O(l log l) (:class:`refimpl.losses.pairwise_hinge.PairwiseHinge`);
+2. adds it to the working set and solves the dual of the working-set
+   problem (eq. (7.h5)), ``max b^T alpha - ||A^T alpha||^2 / 2`` over
+   ``alpha >= 0, sum alpha = C`` (the plane ``(0, 0)`` stands for
+   ``xi >= 0``), by SMO (:func:`refimpl.kernels.simplex_qp.simplex_qp`);
+3. sets ``w = A^T alpha``.
+
+Every dual value ``D(alpha)`` is a lower bound on ``min P`` (the working
+set relaxes the constraints), so ``P(w_best) - D(alpha)`` bounds the
+suboptimality of the best iterate: the solver stops when it is at most
+``tol * P(w_best)``.  SVMrank stops instead when the new plane is violated
+by at most ``epsilon`` beyond the working set's slack (``ceps``, recorded in
+the history); with the working-set problem solved exactly the two are tied
+by ``gap = C ceps``.
+
+Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..kernels.simplex_qp import simplex_qp
+from ._checks import check_budget
+from ._finite import check_finite
+from ._result import SolverResult
+
+__all__ = ["cutting_plane_ranksvm"]
+
+_HISTORY_KEYS = ("f", "f_best", "dual", "gap", "ceps", "n_violated",
+                 "qp_steps", "time")
+
+#: The working-set QP is solved until ``C viol`` is this fraction of the
+#: absolute gap the outer loop must reach (so its error never decides the stop).
+QP_FRACTION = 1e-3
+#: SMO steps allowed per working-set solve.
+QP_MAX_STEPS = 200_000
+
+
+def _check(value, what, loss):
+    check_finite(value, "cutting_plane_ranksvm", what, loss)
+
+
+def _grow(A, b, G, alpha):
+    """The working-set arrays with twice the room (contents kept)."""
+    m = len(b)
+    A2 = np.zeros((2 * m, A.shape[1]))
+    A2[:m] = A
+    G2 = np.zeros((2 * m, 2 * m))
+    G2[:m, :m] = G
+    b2 = np.zeros(2 * m)
+    b2[:m] = b
+    alpha2 = np.zeros(2 * m)
+    alpha2[:m] = alpha
+    return A2, b2, G2, alpha2
+
+
+def _active_set(G, b, alpha, m, qp_tol, max_steps):
+    """Primal active-set method for eq. (7.h5) from the feasible ``alpha``.
+
+    The free set ``F`` starts as the support of ``alpha``.  Each step solves
+    the equality-constrained problem on ``F`` (``G_FF a_F - b_F = nu 1``,
+    ``1^T a_F = sum(alpha)``, one least-squares solve of the KKT system),
+    moves towards its solution as far as ``alpha >= 0`` allows and frees
+    or fixes one coordinate: a blocking one leaves ``F``; at the solution,
+    the coordinate with the most negative ``g_k - nu`` enters.  When the
+    KKT system is singular and inconsistent the problem is unbounded along a
+    null direction of ``G_FF`` inside ``1^T v = 0``; the step follows it to
+    the first bound.  Returns ``(steps, ok)``, ``ok`` when every
+    ``g_k >= nu - qp_tol`` at the end (optimal to within ``C qp_tol``).
+    """
+    F = list(np.flatnonzero(alpha[:m] > 0))
+    Gm, bm = G[:m, :m], b[:m]
+    total = float(alpha[:m].sum())
+    for step in range(max_steps):
+        k = len(F)
+        idx = np.array(F)
+        K = np.zeros((k + 1, k + 1))
+        K[:k, :k] = Gm[np.ix_(idx, idx)]
+        K[:k, k] = -1.0
+        K[k, :k] = 1.0
+        rhs = np.append(bm[idx], total)
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        resid = K @ sol - rhs
+        scale = 1.0 + np.abs(rhs).max() + np.abs(K).max() * np.abs(sol).max()
+        if np.abs(resid).max() <= 1e-10 * scale:
+            p = sol[:k] - alpha[idx]
+        else:  # unbounded along a null direction: go to the first bound
+            v = np.linalg.svd(K)[2][-1][:k]
+            v -= v.mean()
+            gF = Gm[idx] @ alpha[:m] - bm[idx]
+            p = -v if gF @ v > 0 else v
+        neg = p < 0
+        tau = 1.0
+        block = -1
+        if np.any(neg):
+            ratios = alpha[idx][neg] / -p[neg]
+            r = int(np.argmin(ratios))
+            if ratios[r] < 1.0 or not np.all(np.abs(resid) <= 1e-10 * scale):
+                tau = float(ratios[r])
+                block = int(np.flatnonzero(neg)[r])
+        alpha[idx] = alpha[idx] + tau * p
+        if block >= 0:
+            alpha[idx[block]] = 0.0
+            F.pop(block)
+            continue
+        alpha[idx] = np.maximum(alpha[idx], 0.0)
+        g = Gm @ alpha[:m] - bm
+        nu = float(np.max(g[alpha[:m] > 0])) if np.any(alpha[:m] > 0) else 0.0
+        viol = nu - g
+        viol[idx] = -np.inf
+        j = int(np.argmax(viol))
+        if viol[j] <= qp_tol:
+            return step + 1, bool(np.max(g[alpha[:m] > 0]) - np.min(g) <= qp_tol)
+        F.append(j)
+    return max_steps, False
+
+
+def _solve_working_set(G, b, alpha, m, qp_tol):
+    """``alpha`` optimal for eq. (7.h5) to within ``C qp_tol``; returns steps.
+
+    The active-set method (:func:`_active_set`) from the previous solution,
+    which is exact up to rounding; if it stalls (degenerate planes) or ends
+    outside the tolerance, SMO (:func:`refimpl.kernels.simplex_qp.simplex_qp`)
+    finishes from its point.
+    """
+    steps, ok = _active_set(G, b, alpha, m, qp_tol, 10 * m + 50)
+    if ok:
+        return steps
+    more, _ = simplex_qp(G, b, alpha, np.empty(m), m, qp_tol, QP_MAX_STEPS)
+    return steps + int(more)
+
+
+def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
+                          verbose=False):
+    """Minimise eq. (7.h1) by the 1-slack cutting-plane method.
+
+    Parameters
+    ----------
+    loss : refimpl.losses.pairwise_hinge.PairwiseHinge
+        The pairwise hinge of the training data.
+    C : float
+        SVMrank's ``-c`` (> 0); the loss is weighted by ``C / n_queries``.
+    n_queries : int
+        ``n`` of eq. (7.h1): every training query, with or without pairs
+        (SVMrank's number of rankings).
+    tol : float, default 1e-6
+        Stop when ``P(w_best) - D(alpha) <= tol * P(w_best)``.
+    max_iter : int, default 1000
+        Maximum number of cutting planes added.
+    verbose : bool, default False
+        One line per iteration.
+
+    Returns
+    -------
+    SolverResult
+        ``w`` the best iterate (smallest ``P``); ``history`` per iteration:
+        ``f`` = ``P(w_t)``, ``f_best``, ``dual`` = ``D(alpha_t)`` (the
+        working-set optimum before the new plane), ``gap`` =
+        ``f_best - dual``, ``ceps`` (SVMrank's violation of the new plane
+        beyond the working set's slack), ``n_violated`` pairs, cumulative
+        SMO ``qp_steps``, ``time``.  ``details``: ``alpha``, ``n_planes``
+        and the final ``gap``.
+
+    Raises
+    ------
+    NonFiniteError
+        If ``P``, a plane or the dual becomes NaN or infinite.
+
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
+    """
+    start = time.perf_counter()
+    max_iter, tol = check_budget(max_iter, tol)
+    C = float(C)
+    n = int(n_queries)
+    if not (C > 0 and math.isfinite(C)):
+        raise ValueError(f"C must be finite and > 0, got {C!r}")
+    if n < 1:
+        raise ValueError(f"n_queries must be >= 1, got {n!r}")
+    d = int(loss.n_features)
+    cap = min(max_iter + 2, 64)     # grown by doubling (_grow)
+    A = np.zeros((cap, d))          # plane 0 is (0, 0): xi >= 0
+    b = np.zeros(cap)
+    G = np.zeros((cap, cap))
+    alpha = np.zeros(cap)
+    alpha[0] = C
+    m = 1
+    w = np.zeros(d)
+    w_best, f_best = w, math.inf
+    dual, qp_steps = 0.0, 0
+    history = {key: [] for key in _HISTORY_KEYS}
+    converged, message, n_iter = False, "", 0
+    while True:
+        risk, c, n_violated = loss.risk(w)
+        ww = float(w @ w)
+        f = 0.5 * ww + C * risk / n
+        _check(f, "the objective P(w)", loss)
+        if f < f_best:
+            f_best, w_best = f, w
+        a_new = loss.direction(c) / n
+        _check(a_new, "the most violated plane", loss)
+        b_new = n_violated / n
+        # the working set's slack at w, and the new plane's excess over it
+        xi = max(0.0, float(np.max(b[:m] - A[:m] @ w)))
+        ceps = max(0.0, risk / n - xi)
+        gap = f_best - dual
+        _check(gap, "the duality gap", loss)
+        for key, value in zip(_HISTORY_KEYS, (
+                f, f_best, dual, gap, ceps, n_violated, qp_steps,
+                time.perf_counter() - start)):
+            history[key].append(value)
+        if verbose:
+            print(f"iter {n_iter:3d} P {f:.6e} D {dual:.6e} gap {gap:.3e} "
+                  f"ceps {ceps:.3e} planes {m}")
+        if gap <= tol * f_best:
+            converged = True
+            message = (f"gap {gap:.3e} <= tol * P = {tol * f_best:.3e} "
+                       f"after {n_iter} planes")
+            break
+        if n_iter >= max_iter:
+            message = (f"max_iter = {max_iter} reached: gap {gap:.3e} > tol * P "
+                       f"= {tol * f_best:.3e}")
+            warnings.warn(
+                f"cutting_plane_ranksvm did not converge: {message}; increase "
+                "max_iter or tol", ConvergenceWarning, stacklevel=2)
+            break
+        n_iter += 1
+        if m == len(b):
+            A, b, G, alpha = _grow(A, b, G, alpha)
+        A[m] = a_new
+        b[m] = b_new
+        row = A[:m + 1] @ a_new
+        G[m, :m + 1] = row
+        G[:m + 1, m] = row
+        m += 1
+        qp_tol = QP_FRACTION * tol * f_best / C
+        qp_steps += _solve_working_set(G, b, alpha, m, qp_tol)
+        w = alpha[:m] @ A[:m]
+        dual = float(alpha[:m] @ b[:m]) - 0.5 * float(w @ w)
+        _check(dual, "the dual value D(alpha)", loss)
+    return SolverResult(
+        w=np.array(w_best), n_iter=n_iter, converged=converged,
+        history=history, message=message,
+        details={"alpha": alpha[:m].copy(), "n_planes": m,
+                 "gap": history["gap"][-1]})
