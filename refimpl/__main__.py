@@ -20,6 +20,8 @@ _EPILOG = textwrap.dedent("""\
       python -m refimpl run --dataset synthetic:200 --methods all --reduced --folds 1
       python -m refimpl run --dataset MQ2008 --methods all --backend dask \\
           --scheduler tcp://10.0.0.1:8786 --out results/
+      python -m refimpl run --dataset MSLR-WEB10K --methods ranksvm \\
+          --normalize query --folds 1 --out results/
 
     Each method is cross-validated with the grid and the validation metric of
     its paper (python -m refimpl methods lists them).  Finished fits are cached
@@ -28,6 +30,12 @@ _EPILOG = textwrap.dedent("""\
     entry that does not check out is reported and fitted again.  Grid values
     are checked against each parameter's range before any fit.  Ctrl-C or
     SIGTERM stops the worker processes too; finished fits stay cached.
+
+    --normalize query rescales each feature to [0, 1] within each query
+    (LETOR's QueryLevelNorm: LETOR 4.0's files already are, MSLR's are
+    raw); --normalize standard uses the training split's mean and standard
+    deviation for all three splits.  A normalised run writes to
+    <out>/<dataset>-normalize-<how>/ and has its own cache.
     """)
 _NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity",
                "+infinity", "-infinity"}
@@ -134,6 +142,13 @@ def build_parser():
                    help="with --backend dask: address of a running scheduler, "
                         "e.g. tcp://10.0.0.1:8786 (default: a LocalCluster "
                         "of N-JOBS single-threaded worker processes)")
+    r.add_argument("--normalize", default="none",
+                   choices=("none", "query", "standard"),
+                   help="feature normalisation of every fold: none (default, "
+                        "the features as in the files), query (LETOR's "
+                        "QueryLevelNorm: min-max within each query) or "
+                        "standard (z-scores with the training split's mean "
+                        "and standard deviation)")
     r.add_argument("--refit", action="store_true",
                    help="ignore the cache and fit every task again")
     r.add_argument("--quiet", action="store_true",
@@ -203,7 +218,8 @@ def _run_command(args):
             out=args.out, letor_home=args.letor_home,
             grids=_parse_grid(args.grid), reduced=args.reduced,
             select_by=args.select_by, n_jobs=args.n_jobs, backend=args.backend,
-            cache=not args.refit, progress=not args.quiet)
+            cache=not args.refit, progress=not args.quiet,
+            normalize=None if args.normalize == "none" else args.normalize)
         validate_config(config)
         if args.backend == "dask":
             from distributed import Client, LocalCluster

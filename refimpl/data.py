@@ -6,7 +6,9 @@ query–document pair.  This module reads and writes the LETOR / SVMlight text
 format (``label qid:N 1:v 2:v ... #comment``), assembles the five standard
 LETOR folds, generates a seeded LETOR-like synthetic data set (the default
 data of the book, so nothing needs downloading), and implements LETOR's
-*QueryLevelNorm* and a query-disjoint train/test split.
+*QueryLevelNorm*, a standardisation fitted on a training split (the
+``normalize`` option of :func:`load_letor_fold` and of the runner) and a
+query-disjoint train/test split.
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
@@ -26,6 +28,7 @@ import stat
 import time
 import warnings
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -39,15 +42,19 @@ from . import _jsonfile as js
 from ._layout import find_file, fold_layouts
 from ._validation import check_labels, check_nonnegative, check_X, group_queries
 from .exceptions import DataError, DatasetNotFoundError
+from .kernels import normalize as _norm
 from .kernels import svmlight as _sv
 
 __all__ = [
     "LetorFold",
     "RankingData",
+    "Standardizer",
+    "check_normalize",
     "letor_home",
     "load_letor",
     "load_letor_fold",
     "make_synthetic_letor",
+    "normalize_fold",
     "query_level_normalize",
     "train_test_split_queries",
     "write_letor",
@@ -121,6 +128,12 @@ class LetorFold:
     paths : dict of str to tuple of Path
         The files each split was read from (three partitions for ``"train"``
         when the fold was assembled from ``S1.txt … S5.txt``).
+    normalize : {None, "query", "standard"}
+        The feature normalisation applied to the three splits
+        (:func:`normalize_fold`); None: the features as in the files.
+    scaler : Standardizer or None
+        With ``normalize="standard"``, the statistics of the training split
+        that were applied to all three.
     """
 
     name: str
@@ -129,6 +142,8 @@ class LetorFold:
     vali: RankingData
     test: RankingData
     paths: dict = field(default_factory=dict)
+    normalize: str | None = None
+    scaler: Standardizer | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -773,7 +788,8 @@ def letor_home(root=None) -> Path:
 
 
 def load_letor_fold(
-    name, fold, root=None, *, n_features=None, dtype=np.float64, cache=True
+    name, fold, root=None, *, n_features=None, dtype=np.float64, cache=True,
+    normalize=None,
 ) -> LetorFold:
     """Load fold ``fold`` (1–5) of the LETOR data set ``name``.
 
@@ -807,16 +823,31 @@ def load_letor_fold(
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Type of the feature matrices; see :func:`load_letor`.
     cache : bool, default=True
-        Use the binary cache of parsed files; see :func:`load_letor`.
+        Use the binary cache of parsed files; see :func:`load_letor`.  The
+        cache holds the parse of each file as it is written, never a
+        normalised copy: ``normalize`` is applied after it, on every load,
+        so a normalised load and a raw one cannot serve each other.
+    normalize : {None, "query", "standard"}, default=None
+        Feature normalisation of the three splits, by
+        :func:`normalize_fold`: None keeps the features of the files;
+        ``"query"`` is LETOR's QueryLevelNorm
+        (:func:`query_level_normalize`, each split on its own: it uses no
+        statistic across queries); ``"standard"`` centres and scales each
+        feature by the mean and standard deviation of the *training* split
+        (:class:`Standardizer`), applied unchanged to the validation and
+        test splits.  LETOR 4.0's files (MQ2007, MQ2008) are already
+        query-level normalised; MSLR-WEB10K/30K's are raw.
 
     Returns
     -------
     LetorFold
+        With ``normalize`` (and, for ``"standard"``, ``scaler``) recorded.
 
     Raises
     ------
     DataError
-        ``fold`` is not in 1..5, a file is malformed (see :func:`load_letor`),
+        ``fold`` is not in 1..5, ``normalize`` is not None, ``"query"`` or
+        ``"standard"``, a file is malformed (see :func:`load_letor`),
         or, without ``n_features``, the files list different numbers of
         features (LETOR files are dense, so this signals a wrong file).
     DatasetNotFoundError
@@ -831,6 +862,7 @@ def load_letor_fold(
         raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
     fold = int(fold)
     n_features = _check_n_features(n_features)
+    normalize = check_normalize(normalize)
     base = letor_home(root) / name
 
     searched = []
@@ -879,7 +911,7 @@ def load_letor_fold(
         arrays = [loaded[p] for p in files]
         return RankingData(*(np.concatenate([a[i] for a in arrays]) for i in range(3)))
 
-    return LetorFold(
+    raw = LetorFold(
         name=str(name),
         fold=fold,
         train=split(chosen["train"]),
@@ -887,6 +919,7 @@ def load_letor_fold(
         test=split(chosen["test"]),
         paths=chosen,
     )
+    return normalize_fold(raw, normalize)
 
 
 # --------------------------------------------------------------------------
@@ -1130,6 +1163,33 @@ def make_synthetic_letor(
 # --------------------------------------------------------------------------
 
 
+#: The values of the ``normalize`` option (:func:`load_letor_fold`,
+#: :func:`normalize_fold`, the runner's ``ExperimentConfig.normalize`` and
+#: ``python -m refimpl run --normalize``).
+NORMALIZATIONS = (None, "query", "standard")
+
+
+def check_normalize(normalize):
+    """The ``normalize`` option if it is None, ``"query"`` or ``"standard"``.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Raises
+    ------
+    DataError
+        Naming the parameter and the accepted values.
+    """
+    if normalize is None or (
+        isinstance(normalize, str) and normalize in NORMALIZATIONS
+    ):
+        return normalize
+    raise DataError(
+        f"normalize must be None (the features as in the files), 'query' "
+        f"(LETOR's QueryLevelNorm) or 'standard' (z-scores with the training "
+        f"split's mean and standard deviation); got {normalize!r}"
+    )
+
+
 def query_level_normalize(X, qid) -> np.ndarray:
     r"""LETOR's *QueryLevelNorm*: min–max scale each feature within each query.
 
@@ -1138,7 +1198,12 @@ def query_level_normalize(X, qid) -> np.ndarray:
 
     and :math:`x'_{ij} = 0` when feature :math:`j` is constant within the
     query of document :math:`i` (including one-document queries).  The
-    queries' documents need not be contiguous.
+    queries' documents need not be contiguous.  This is the map LETOR 4.0
+    applied to its *QueryLevelNorm* files: the distributed MQ2008
+    partitions are a fixed point of it, bit for bit, including the zeros of
+    features constant within a query.  A compiled loop reads ``X`` once per
+    query for the extremes and once to write, with no temporary of the
+    size of ``X``.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 
@@ -1158,17 +1223,163 @@ def query_level_normalize(X, qid) -> np.ndarray:
     if sp.issparse(X):
         X = X.toarray()
     groups = group_queries(qid, X.shape[0])
-    out = np.zeros_like(X)
+    out = np.empty_like(X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         return out
-    Xs = X[groups.order]
-    starts = groups.indptr[:-1]
-    lo = np.repeat(np.minimum.reduceat(Xs, starts, axis=0), groups.sizes, axis=0)
-    hi = np.repeat(np.maximum.reduceat(Xs, starts, axis=0), groups.sizes, axis=0)
-    span = hi - lo
-    scaled = np.divide(Xs - lo, span, out=np.zeros_like(Xs), where=span > 0)
-    out[groups.order] = scaled
+    _norm.query_minmax(X, groups.order, groups.indptr, out)
     return out
+
+
+@dataclass(frozen=True)
+class Standardizer:
+    r"""Feature z-scores with the statistics of one (training) matrix.
+
+    ``Standardizer.fit(X_train)`` records each feature's mean
+    :math:`\mu_j` and standard deviation :math:`\sigma_j` (over the rows,
+    ``ddof=0``); :meth:`Standardizer.transform` maps any matrix with the same features
+    to :math:`(x_{ij} - \mu_j) / \sigma_j`.  A feature constant on the
+    fitted matrix (its minimum equals its maximum) has no spread to divide
+    by: it is centred at that value and not scaled (:math:`\sigma_j = 1`,
+    as in scikit-learn's ``StandardScaler``), so it is 0 on the fitted rows
+    and never divides by zero.  The sums run on each column scaled by a
+    power of two near its largest magnitude (exact), so that values up to
+    the float64 limit neither overflow nor lose the spread; a z-score that
+    overflows in the original units is computed in those scaled units.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Attributes
+    ----------
+    mean : ndarray of float64, shape (n_features,)
+        :math:`\mu_j` (the value itself for a constant feature).
+    scale : ndarray of float64, shape (n_features,)
+        :math:`\sigma_j`, 1 for a constant feature.
+    constant : ndarray of bool, shape (n_features,)
+        The features constant on the fitted matrix.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    constant: np.ndarray
+    # the same statistics in the units of the exact power-of-two scaling
+    _inv: np.ndarray = field(repr=False, default=None)
+    _mean_s: np.ndarray = field(repr=False, default=None)
+    _sd_s: np.ndarray = field(repr=False, default=None)
+
+    @classmethod
+    def fit(cls, X) -> Standardizer:
+        """The statistics of ``X`` (finite, at least one row).
+
+        Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+        """
+        X = check_X(X)
+        if sp.issparse(X):
+            X = X.toarray()
+        n, d = X.shape
+        if n == 0:
+            raise DataError("cannot standardise with the statistics of 0 rows")
+        absmax = np.empty(d)
+        _norm.column_absmax(X, absmax)
+        # absmax = f 2**e with f in [0.5, 1): x 2**-e lies in [-1, 1]
+        inv = np.ldexp(1.0, -np.frexp(absmax)[1])
+        lo, hi, mean_s, m2 = (np.empty(d) for _ in range(4))
+        _norm.column_moments(X, inv, lo, hi, mean_s, m2)
+        sd_s = np.sqrt(m2 / n)
+        constant = (lo == hi) | ~(sd_s > 0)
+        mean_s = np.where(constant, lo * inv, mean_s)
+        sd_s = np.where(constant, inv, sd_s)
+        with np.errstate(over="ignore"):
+            mean = np.where(constant, lo, mean_s / inv)
+            scale = np.where(constant, 1.0, sd_s / inv)
+        return cls(mean=mean, scale=scale, constant=constant, _inv=inv,
+                   _mean_s=mean_s, _sd_s=sd_s)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.mean.shape[0])
+
+    def transform(self, X, *, what="X") -> np.ndarray:
+        """``(X - mean) / scale``, a new float64 array.
+
+        Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+        Raises
+        ------
+        DataError
+            ``X`` has another number of features, or a value so far from
+            the fitted mean that its z-score is not a finite float64 (the
+            message names the row and feature of ``what``).
+        """
+        X = check_X(X, what)
+        if sp.issparse(X):
+            X = X.toarray()
+        if X.shape[1] != self.n_features:
+            raise DataError(
+                f"{what} has {X.shape[1]} features; the standardisation was "
+                f"fitted on {self.n_features}"
+            )
+        out = np.empty_like(X)
+        if X.size == 0:
+            return out
+        bad = _norm.standardize(X, self.mean, self.scale, self._inv,
+                                self._mean_s, self._sd_s, out)
+        if bad >= 0:
+            i, j = divmod(int(bad), X.shape[1])
+            raise DataError(
+                f"{what}[{i}, {j}] = {X[i, j]!r} standardises to a non-finite "
+                f"value with the training mean {self.mean[j]!r} and standard "
+                f"deviation {self.scale[j]!r} of feature {j}"
+            )
+        return out
+
+
+def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
+    """The fold with its features normalised: the ``normalize`` option.
+
+    ``None`` returns ``fold`` itself.  ``"query"`` applies
+    :func:`query_level_normalize` to each split (a per-query map: no
+    statistic crosses splits).  ``"standard"`` fits a :class:`Standardizer`
+    on the training split only and applies it to the three splits, so that
+    nothing of the validation or test data enters the training features.
+    Labels, query ids and paths are kept; features are computed in float64
+    and stored in the fold's dtype.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    fold : LetorFold
+        A fold as read (its ``normalize`` must be None: normalising twice
+        is refused).
+    normalize : {None, "query", "standard"}
+
+    Returns
+    -------
+    LetorFold
+    """
+    normalize = check_normalize(normalize)
+    if normalize is None:
+        return fold
+    if fold.normalize is not None:
+        raise DataError(
+            f"the fold is already normalised ({fold.normalize!r}); normalise "
+            "the fold as read"
+        )
+    splits = ("train", "vali", "test")
+    dtype = fold.train.X.dtype
+    scaler = None
+    if normalize == "query":
+        new = {s: query_level_normalize(getattr(fold, s).X, getattr(fold, s).qid)
+               for s in splits}
+    else:
+        scaler = Standardizer.fit(fold.train.X)
+        new = {s: scaler.transform(getattr(fold, s).X, what=f"{s}.X")
+               for s in splits}
+    return dataclasses.replace(
+        fold, normalize=normalize, scaler=scaler,
+        **{s: RankingData(new[s].astype(dtype, copy=False),
+                          getattr(fold, s).y, getattr(fold, s).qid)
+           for s in splits})
 
 
 def train_test_split_queries(X, y, qid, *, test_size=0.25, seed=0):

@@ -24,7 +24,8 @@ tables:
 Every finished task is also stored as ``<out>/<dataset>/cache/<method>/
 <fold>-<key>.json``, with ``key`` a hash of everything that determines its
 result: the task (data set, fold, method, parameters including fixed
-settings), the content of the data files it reads (a SHA-256 per file; for
+settings), the feature normalisation of the run (``normalize``, when there
+is one), the content of the data files it reads (a SHA-256 per file; for
 a synthetic data set its generator's parameters), the source code of the
 package (:func:`code_hash`) and the versions of the numerical libraries.  A
 re-run loads it instead of fitting again (``cache=False`` or ``--refit`` to
@@ -35,7 +36,16 @@ fails is reported as a warning naming its file and the task is fitted again.
 Entries are written atomically (a temporary file in the same directory, then
 ``os.replace``), and a failed write leaves no temporary file behind.  The
 ``key`` column of the tables identifies a task across runs (data set, fold,
-method, parameters, refimpl version), whatever its data or code.
+method, parameters, normalisation, refimpl version), whatever its data or
+code.
+
+``normalize="query"`` or ``"standard"`` (:func:`refimpl.data.normalize_fold`)
+normalises every fold's features once, when a worker loads the fold, before
+its splits are validated; the three splits are then served normalised to
+every task of the fold.  A normalised run writes to
+``<out>/<dataset>-normalize-<how>/``, never over the tables or the cache of
+the raw run, and its task and cache keys include the normalisation (a raw
+run's keys are those of the runs before the option existed).
 
 SIGINT and SIGTERM during a run end the worker processes before the runner
 exits (SIGTERM exits with status 143, like the default action would).
@@ -159,6 +169,11 @@ class ExperimentConfig:
         Re-use cached tasks.
     progress : bool, default False
         A tqdm progress bar on stderr.
+    normalize : {None, "query", "standard"}, default None
+        Feature normalisation of every fold
+        (:func:`refimpl.data.normalize_fold`): None, the features as in the
+        files; ``"query"``, LETOR's QueryLevelNorm; ``"standard"``, z-scores
+        with the training split's statistics.
     """
 
     dataset: str
@@ -173,6 +188,7 @@ class ExperimentConfig:
     backend: str = "loky"
     cache: bool = True
     progress: bool = False
+    normalize: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,8 +223,10 @@ def parse_folds(text):
     return tuple(dict.fromkeys(folds))
 
 
-def _slug(dataset):
-    return re.sub(r"[^\w.-]+", "-", dataset).strip("-")
+def _slug(dataset, normalize=None):
+    """The run's folder name: the data set's, and its normalisation if any."""
+    slug = re.sub(r"[^\w.-]+", "-", dataset).strip("-")
+    return slug if normalize is None else f"{slug}-normalize-{normalize}"
 
 
 def _synthetic_spec(dataset):
@@ -304,8 +322,8 @@ def validate_config(config):
     DataError
         Unknown method, parameter or metric, an empty grid, a grid value
         outside its parameter's range (the method's ``ranges``) or
-        listed twice, bad folds, ``n_jobs``, back-end or synthetic data-set
-        name; the message lists what is accepted.
+        listed twice, bad folds, ``n_jobs``, back-end, ``normalize`` or
+        synthetic data-set name; the message lists what is accepted.
     DatasetNotFoundError
         The data set (or one of its folds) is missing.
     """
@@ -342,6 +360,7 @@ def validate_config(config):
         raise DataError(
             f"unknown backend {config.backend!r}; accepted: {', '.join(BACKENDS)}"
         )
+    _data.check_normalize(config.normalize)
     n_jobs = config.n_jobs
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) \
             or not (n_jobs >= 1 or n_jobs == -1):
@@ -392,7 +411,8 @@ def validate_config(config):
         metrics[name] = config.select_by or method.selection_metric
     root = _check_dataset(config.dataset, folds, config.letor_home)
     config = ExperimentConfig(**{**asdict(config), "methods": names, "folds": folds})
-    return _Plan(config=config, root=root, slug=_slug(config.dataset),
+    return _Plan(config=config, root=root,
+                 slug=_slug(config.dataset, config.normalize),
                  methods=tuple(methods), grids=grids, metrics=metrics)
 
 
@@ -540,20 +560,22 @@ def _synthetic_fold(n_queries, seed, fold):
 
 
 @functools.lru_cache(maxsize=8)
-def _load_fold_version(dataset, fold, root, digest):
-    """A fold, cached per process by its data's fingerprint ``digest``."""
+def _load_fold_version(dataset, fold, root, digest, normalize=None):
+    """A fold, cached per process by its data's fingerprint ``digest`` and
+    its normalisation (so a raw fold never stands for a normalised one)."""
     spec = _synthetic_spec(dataset)
     if spec is not None:
-        return _synthetic_fold(spec[0], spec[1], fold)
-    return _data.load_letor_fold(dataset, fold, root=root)
+        return _data.normalize_fold(_synthetic_fold(spec[0], spec[1], fold),
+                                    normalize)
+    return _data.load_letor_fold(dataset, fold, root=root, normalize=normalize)
 
 
-def load_fold(dataset, fold, root=None):
+def load_fold(dataset, fold, root=None, normalize=None):
     """One fold of a LETOR or synthetic data set (cached per process).
 
     The cache is keyed by the content of the fold's files (a SHA-256 each,
     re-computed only when a file's size or modification time changes), so a
-    file rewritten with other data is loaded again.
+    file rewritten with other data is loaded again, and by ``normalize``.
 
     Derived in: book/10_running_experiments.md#run-cli
 
@@ -564,17 +586,21 @@ def load_fold(dataset, fold, root=None):
     fold : int
     root : str, optional
         LETOR root (default ``LETOR_HOME``).
+    normalize : {None, "query", "standard"}, optional
+        As ``ExperimentConfig.normalize``.
 
     Returns
     -------
     refimpl.data.LetorFold
     """
+    normalize = _data.check_normalize(normalize)
     if _synthetic_spec(dataset) is not None:
         root = None
     else:
         root = os.fspath(_data.letor_home(root))
     fp = _fingerprint(dataset, fold, root, _FILE_MEMO)
-    return _load_checked(dataset, fold, root, fp["digest"], fp["files"])
+    return _load_checked(dataset, fold, root, fp["digest"], fp["files"],
+                         normalize=normalize)
 
 
 @dataclass(frozen=True)
@@ -598,26 +624,29 @@ def _nbytes(X):
 
 
 @functools.lru_cache(maxsize=8)
-def _problems_version(dataset, fold, root, digest):
+def _problems_version(dataset, fold, root, digest, normalize=None):
     """The fold of :func:`_load_fold_version`, each split validated and grouped.
 
-    Once per process and version of the data: every task of the fold fits
-    and evaluates on these problems, so no task checks or groups its data
-    again (:func:`refimpl._validation.ranking_problem`).
+    Once per process, version of the data and normalisation: every task of
+    the fold fits and evaluates on these problems, so no task checks,
+    groups or normalises its data again
+    (:func:`refimpl._validation.ranking_problem`).
     """
-    data = _load_fold_version(dataset, fold, root, digest)
+    data = _load_fold_version(dataset, fold, root, digest, normalize)
     return _FoldProblems(*(ranking_problem(*getattr(data, split))
                            for split in ("train", "vali", "test")))
 
 
-def _load_checked(dataset, fold, root, digest, files, load=_load_fold_version):
+def _load_checked(dataset, fold, root, digest, files, load=_load_fold_version,
+                  normalize=None):
     """The fold whose files have fingerprint ``digest``; an error if they changed.
 
     ``load``: :func:`_load_fold_version` (a ``LetorFold``) or
-    :func:`_problems_version` (its validated problems).
+    :func:`_problems_version` (its validated problems), normalised by
+    ``normalize``.
     """
     _check_unchanged(files)
-    fold_data = load(dataset, fold, root, digest)
+    fold_data = load(dataset, fold, root, digest, normalize)
     try:
         _check_unchanged(files)
     except DataError:
@@ -645,25 +674,34 @@ class _Task:
     cache_key: str = ""     # what determines its result (the cache's key)
     data_digest: str = ""
     data_files: tuple = ()  # ((path, stat signature), ...) as fingerprinted
+    normalize: str | None = None
 
 
-def _task_key(dataset, fold, method, params):
-    """The task's identity: data set, fold, method, parameters, version."""
-    blob = json.dumps({
+def _with_normalize(fields, normalize):
+    """``fields`` plus the normalisation, which a raw task leaves out (so
+    that its keys are those of the runs made before the option existed)."""
+    return fields if normalize is None else {**fields, "normalize": normalize}
+
+
+def _task_key(dataset, fold, method, params, normalize=None):
+    """The task's identity: data set, fold, method, parameters,
+    normalisation, version."""
+    blob = json.dumps(_with_normalize({
         "schema": _TASK_KEY_VERSION, "refimpl": _REFIMPL_VERSION,
         "dataset": dataset, "fold": int(fold), "method": method.name,
         "params": {**dict(method.fixed), **dict(params)},
-    }, sort_keys=True, default=repr)
+    }, normalize), sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _cache_key(dataset, fold, method, params, data_digest):
-    """Everything a task's result depends on: the task, its data, the code."""
-    blob = json.dumps({
+def _cache_key(dataset, fold, method, params, data_digest, normalize=None):
+    """Everything a task's result depends on: the task, its data and their
+    normalisation, the code."""
+    blob = json.dumps(_with_normalize({
         "schema": CACHE_SCHEMA, "dataset": dataset, "fold": int(fold),
         "method": method.name, "params": {**dict(method.fixed), **dict(params)},
         "data": data_digest, "code": code_hash(), "libraries": _library_versions(),
-    }, sort_keys=True, default=repr)
+    }, normalize), sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -740,7 +778,8 @@ def _run_task(task):
     try:
         t_load = time.perf_counter()
         fold = _load_checked(task.dataset, task.fold, task.root, task.data_digest,
-                             task.data_files, load=_problems_version)
+                             task.data_files, load=_problems_version,
+                             normalize=task.normalize)
         row["load_time"] = time.perf_counter() - t_load
         train = fold.train
         used_in_data = np.asarray((train.X != 0).sum(axis=0)).ravel() > 0
@@ -1234,11 +1273,13 @@ def run(config):
                 for index, params in enumerate(plan.grids[method.name]):
                     tasks.append(_Task(
                         config.dataset, plan.root, fold, method, params, index,
-                        key=_task_key(config.dataset, fold, method, params),
+                        key=_task_key(config.dataset, fold, method, params,
+                                      config.normalize),
                         cache_key=_cache_key(config.dataset, fold, method, params,
-                                             fp["digest"]),
+                                             fp["digest"], config.normalize),
                         data_digest=fp["digest"],
-                        data_files=tuple((p, tuple(sig)) for p, sig in fp["files"])))
+                        data_files=tuple((p, tuple(sig)) for p, sig in fp["files"]),
+                        normalize=config.normalize))
         results, todo = {}, []
         for task in tasks:
             stored = None
