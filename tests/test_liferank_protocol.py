@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from refimpl import data, metrics
-from refimpl.estimators import RankSVM
+from refimpl.estimators import HingeRankSVM, RankSVM
 from refimpl.experiments import committed_snapshot, snapshot
 from refimpl.experiments import liferank_protocol as lp
 
@@ -118,12 +118,12 @@ def test_svmrank_c_is_the_validation_argmax(toy_root):
     fold = data.load_letor_fold(NAME, 1, root=toy_root)
     (Xtr, ytr, qtr), (Xva, yva, qva) = fold.train, fold.vali
     vals = [metrics.average_precision(
-        yva, lp._HINGE(C=C).fit(Xtr, ytr, qtr).predict(Xva), qva)
+        yva, HingeRankSVM(C=C, **lp.HINGE).fit(Xtr, ytr, qtr).predict(Xva), qva)
         for C in lp.SVMRANK_C]
     out = lp.fold_scores(Xtr, fold.test[0], fold.train, fold.test, Xva,
                          fold.vali)
     assert out["C"] == lp.SVMRANK_C[int(np.argmax(vals))]
-    s = lp._HINGE(C=out["C"]).fit(Xtr, ytr, qtr).predict(fold.test[0])
+    s = HingeRankSVM(C=out["C"], **lp.HINGE).fit(Xtr, ytr, qtr).predict(fold.test[0])
     np.testing.assert_allclose(out["SVMrank"][:, -1], metrics.average_precision(
         fold.test[1], s, fold.test[2], per_query=True), atol=1e-12)
 
