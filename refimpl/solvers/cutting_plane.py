@@ -218,7 +218,8 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         _check(f, "the objective P(w)", loss)
         if f < f_best:
             f_best, w_best = f, w
-        a_new = loss.direction(c) / n
+        with np.errstate(over="ignore", invalid="ignore"):  # checked next
+            a_new = loss.direction(c) / n
         _check(a_new, "the most violated plane", loss)
         b_new = n_violated / n
         # the working set's slack at w, and the new plane's excess over it
@@ -250,7 +251,9 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
             A, b, G, alpha = _grow(A, b, G, alpha)
         A[m] = a_new
         b[m] = b_new
-        row = A[:m + 1] @ a_new
+        with np.errstate(over="ignore", invalid="ignore"):  # checked next
+            row = A[:m + 1] @ a_new
+        _check(row, "the inner products of the new plane", loss)
         G[m, :m + 1] = row
         G[:m + 1, m] = row
         m += 1

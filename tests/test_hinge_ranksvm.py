@@ -1,0 +1,212 @@
+"""The L1-hinge RankSVM (SVMrank's problem) and its cutting-plane solver.
+
+The O(l log l) pass (counts of violated pairs per document, the hinge sum
+and the most violated constraint) is checked against the explicit pairs on
+random and adversarial rankings (hypothesis: ties in scores and labels,
+one-document queries, many levels); the solver against cvxpy (Clarabel) on
+small instances, by its own duality-gap certificate recomputed here, and
+for its errors.
+"""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from cvx_reference import solve
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_rankings import random_ranking
+
+from refimpl._validation import ranking_problem
+from refimpl.estimators import HingeRankSVM
+from refimpl.exceptions import ParameterError
+from refimpl.kernels.simplex_qp import simplex_qp
+from refimpl.losses.pairwise_hinge import (
+    PairwiseHinge,
+    hinge_counts,
+    hinge_pairs_naive,
+)
+from refimpl.pairs import pair_difference_matrix
+from refimpl.solvers import NonFiniteError
+from refimpl.solvers.cutting_plane import cutting_plane_ranksvm
+
+# ---------------------------------------------------------------------------
+# The pass against the explicit pairs
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def rankings(draw):
+    """Scores on a coarse grid (ties, and pairs at exactly the margin)."""
+    n = draw(st.integers(1, 30))
+    n_q = draw(st.integers(1, 4))
+    levels = draw(st.integers(1, 6))
+    qid = np.array(draw(st.lists(st.integers(0, n_q - 1), min_size=n, max_size=n)))
+    y = np.array(draw(st.lists(st.integers(0, levels - 1), min_size=n, max_size=n)),
+                 dtype=float)
+    half = draw(st.booleans())
+    z = np.array(draw(st.lists(st.integers(-6, 6), min_size=n, max_size=n)),
+                 dtype=float) * (0.5 if half else 0.25)
+    return z, y, qid
+
+
+def check_pass(z, y, qid):
+    total, lp, lm = hinge_pairs_naive(z, y, qid)
+    got_lp, got_lm = hinge_counts(z, y, qid)
+    np.testing.assert_array_equal(got_lp, lp)
+    np.testing.assert_array_equal(got_lm, lm)
+    X = z[:, None]                       # w = 1 gives the scores z
+    loss = PairwiseHinge(ranking_problem(X, y, qid))
+    value, c, n_violated = loss.risk(np.ones(1))
+    assert n_violated == lm.sum()
+    assert value == pytest.approx(total, rel=1e-12, abs=1e-12)
+    np.testing.assert_array_equal(c, lm - lp)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rankings())
+def test_pass_equals_explicit_pairs(case):
+    check_pass(*case)
+
+
+@pytest.mark.parametrize("case", [
+    # one document; one query of equal labels; all scores tied
+    (np.zeros(1), np.zeros(1), np.zeros(1, dtype=int)),
+    (np.arange(5.0), np.ones(5), np.zeros(5, dtype=int)),
+    (np.zeros(6), np.array([0, 1, 2, 0, 1, 2.0]), np.zeros(6, dtype=int)),
+    # pairs at exactly the margin (not violated) and just inside it
+    (np.array([1.0, 0.0, 2.0, 1.0 + 1e-12]), np.array([1, 0, 1, 0.0]),
+     np.array([0, 0, 1, 1])),
+    # many levels, reversed scores; singleton queries mixed in
+    (-np.arange(12.0), np.arange(12.0), np.r_[np.zeros(10, int), 1, 2]),
+])
+def test_pass_adversarial(case):
+    check_pass(*case)
+
+
+def test_n_pairs():
+    _, X, y, qid = random_ranking(0, n=60, levels=4)
+    assert PairwiseHinge(ranking_problem(X, y, qid)).n_pairs == len(
+        pair_difference_matrix(X, y, qid))
+
+
+# ---------------------------------------------------------------------------
+# The working-set QP
+# ---------------------------------------------------------------------------
+
+
+def test_simplex_qp_matches_cvxpy():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(7, 3))
+    G, b, C = A @ A.T, rng.normal(size=7), 2.5
+    alpha = np.zeros(7)
+    alpha[0] = C
+    simplex_qp(G, b, alpha, np.empty(7), 7, 1e-13, 10**6)
+    a = cp.Variable(7)
+    ref = solve(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(A.T @ a) - b @ a),
+                           [a >= 0, cp.sum(a) == C]))
+    ours = 0.5 * alpha @ G @ alpha - b @ alpha
+    assert alpha.min() >= 0 and alpha.sum() == pytest.approx(C, rel=1e-12)
+    assert ours <= ref + 1e-8 * abs(ref)
+
+
+# ---------------------------------------------------------------------------
+# The solver against cvxpy, and its certificate
+# ---------------------------------------------------------------------------
+
+
+def primal(w, X, y, qid, C):
+    D = pair_difference_matrix(X, y, qid)
+    n = len(np.unique(qid))
+    return 0.5 * w @ w + C / n * np.maximum(0.0, 1.0 - D @ w).sum()
+
+
+def cvx_optimum(X, y, qid, C):
+    D = pair_difference_matrix(X, y, qid)
+    D = D.toarray() if hasattr(D, "toarray") else D
+    n = len(np.unique(qid))
+    w = cp.Variable(X.shape[1])
+    objective = 0.5 * cp.sum_squares(w) + C / n * cp.sum(cp.pos(1 - D @ w))
+    return solve(cp.Problem(cp.Minimize(objective)))
+
+
+@pytest.mark.parametrize("seed, C", [(0, 0.01), (1, 1.0), (2, 10.0), (3, 100.0)])
+def test_matches_cvxpy(seed, C):
+    _, X, y, qid = random_ranking(seed, n=50, d=5, n_queries=5, levels=3)
+    model = HingeRankSVM(C=C, tol=1e-9).fit(X, y, qid)
+    ref = cvx_optimum(X, y, qid, C)
+    ours = primal(model.coef_, X, y, qid, C)
+    assert ours == pytest.approx(model.objective_, rel=1e-12)
+    assert abs(ours - ref) <= 1e-6 * ref
+    assert model.converged_
+
+
+def test_queries_without_pairs_count_in_n():
+    """SVMrank's n is every query: one without pairs still divides C."""
+    _, X, y, qid = random_ranking(4, n=40, d=4, n_queries=3)
+    X2 = np.vstack([X, np.ones((3, 4))])
+    y2, qid2 = np.r_[y, 1, 1, 1], np.r_[qid, 99, 99, 99]
+    model = HingeRankSVM(C=1.0, tol=1e-10).fit(X2, y2, qid2)
+    ref = HingeRankSVM(C=1.0 * 3 / 4, tol=1e-10).fit(X, y, qid)
+    np.testing.assert_allclose(model.coef_, ref.coef_, atol=1e-6)
+
+
+def test_certificate_at_the_stop():
+    _, X, y, qid = random_ranking(5, n=80, d=6, n_queries=6, levels=4)
+    C, tol = 3.0, 1e-5
+    problem = ranking_problem(X, y, qid)
+    res = cutting_plane_ranksvm(PairwiseHinge(problem), C, problem.n_queries,
+                                tol=tol)
+    h = res.as_arrays()
+    assert res.converged and h["gap"][-1] <= tol * h["f_best"][-1]
+    # the dual value recomputed from alpha is a lower bound of cvxpy's optimum
+    ref = cvx_optimum(X, y, qid, C)
+    assert h["dual"][-1] <= ref * (1 + 1e-9)
+    assert primal(res.w, X, y, qid, C) - h["dual"][-1] <= tol * h["f_best"][-1]
+    # gaps never increase (best primal minus a dual bound of growing sets)
+    assert np.all(np.diff(h["f_best"]) <= 0)
+
+
+def test_sparse_equals_dense():
+    import scipy.sparse as sp
+
+    _, X, y, qid = random_ranking(6, n=50, d=5)
+    X[X < 0.3] = 0.0
+    a = HingeRankSVM(C=2.0, tol=1e-10).fit(X, y, qid)
+    b = HingeRankSVM(C=2.0, tol=1e-10).fit(sp.csr_matrix(X), y, qid)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, value", [
+    ("C", 0.0), ("C", -1.0), ("tol", 0.0), ("max_iter", 0), ("C", True)])
+def test_parameter_errors_name_the_parameter(name, value):
+    _, X, y, qid = random_ranking(0)
+    with pytest.raises(ParameterError, match=f"'{name}' parameter of HingeRankSVM"):
+        HingeRankSVM(**{name: value}).fit(X, y, qid)
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e300])
+def test_overflowing_features_raise(scale):
+    _, X, y, qid = random_ranking(0)
+    with pytest.raises(NonFiniteError, match=r"(?s)magnitude up to .*rescale X"):
+        HingeRankSVM().fit(X * scale, y, qid)
+
+
+def test_nonfinite_input_refused():
+    _, X, y, qid = random_ranking(0)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        HingeRankSVM().fit(X, y, qid)
+
+
+def test_max_iter_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    _, X, y, qid = random_ranking(1, n=60)
+    with pytest.warns(ConvergenceWarning, match="max_iter = 2 reached"):
+        model = HingeRankSVM(C=10.0, max_iter=2).fit(X, y, qid)
+    assert not model.converged_
