@@ -5,6 +5,7 @@ import pytest
 
 from refimpl import metrics, pairs
 from refimpl.exercises import (check_ndcg, check_pair_count, check_pairs,
+                               check_query_level_normalize,
                                check_squared_hinge)
 from refimpl.losses import PairwiseSquaredHinge
 
@@ -166,3 +167,45 @@ def test_squared_hinge_mean_over_pairs():
 def test_exception_is_reported():
     res = check_squared_hinge(lambda X, y, qid, w: 1 / 0)
     assert not res.passed and "ZeroDivisionError" in res.message
+
+
+# ---------------------------------------------------------------- query-level normalisation
+
+def qnorm_loop(X, qid, *, whole=False, no_min=False, const=None,
+               runs=False, inplace=False):
+    """QueryLevelNorm by loops, with planted bugs."""
+    X = np.asarray(X, dtype=float)
+    out = X if inplace else np.zeros_like(X)
+    groups = (np.cumsum(np.r_[True, qid[1:] != qid[:-1]]) if runs else qid)
+    for q in np.unique(groups):
+        rows = np.flatnonzero(np.ones_like(groups, bool) if whole
+                              else groups == q)
+        for j in range(X.shape[1]):
+            col = X[rows, j].copy()
+            lo, hi = (0.0 if no_min else col.min()), col.max()
+            if hi == lo and const is None:
+                out[rows, j] = 0.0
+            elif hi == lo:
+                out[rows, j] = const(col)
+            else:
+                out[rows, j] = (col - lo) / (hi - lo)
+    return out
+
+
+def test_query_norm_accepts_reference():
+    from refimpl.data import query_level_normalize
+    assert check_query_level_normalize(query_level_normalize).passed
+    assert check_query_level_normalize(qnorm_loop).passed
+
+
+@pytest.mark.parametrize("kw, word", [
+    (dict(whole=True), "not per query"),
+    (dict(no_min=True), "do not subtract"),
+    (dict(const=lambda c: (c - c.min()) / (c.max() - c.min())), "division by zero"),
+    (dict(const=lambda c: np.ones_like(c)), "must give 0"),
+    (dict(runs=True), "not contiguous"),
+    (dict(inplace=True), "in place"),
+])
+def test_query_norm_bugs(kw, word):
+    res = check_query_level_normalize(lambda X, q: qnorm_loop(X, q, **kw))
+    assert not res.passed and word in res.message, res.message

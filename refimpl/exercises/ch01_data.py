@@ -2,7 +2,8 @@
 
 Each checker compares the student's function with ``refimpl`` (the pair
 enumeration of :mod:`refimpl.pairs`, the NDCG of :mod:`refimpl.metrics`,
-the loss :class:`refimpl.losses.PairwiseSquaredHinge`) and names the
+the loss :class:`refimpl.losses.PairwiseSquaredHinge`, the query-level
+normalisation :func:`refimpl.data.query_level_normalize`) and names the
 typical mistake when they differ.
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import query_level_normalize
 from ..losses import PairwiseSquaredHinge
 from ..metrics import CONVENTIONS, EvalConvention, ndcg_at_k
 from ..pairs import pair_counts, preference_pairs
 from ._harness import CheckResult, run_checker
 
 __all__ = ["check_pair_count", "check_pairs", "check_ndcg",
-           "check_squared_hinge"]
+           "check_squared_hinge", "check_query_level_normalize"]
 
 
 def _strategies():
@@ -395,3 +397,113 @@ def check_squared_hinge(fn) -> CheckResult:
         lambda t: make(*t))
     return run_checker(diagnose, adversarial=adversarial, strategy=strategy,
                        max_examples=60, what="your loss function")
+
+
+# --------------------------------------------------------------------------
+# LETOR's query-level normalisation
+# --------------------------------------------------------------------------
+
+
+def _per_query(X, qid, reduce):
+    """``reduce`` (min or max over rows) of each row's query, row by row."""
+    out = np.empty_like(X)
+    for q in np.unique(qid):
+        m = qid == q
+        out[m] = reduce(X[m], axis=0)
+    return out
+
+
+def _query_norm_message(got, X, qid):
+    """Why ``got`` is not the query-level normalisation of ``X``, or None."""
+    ref = query_level_normalize(X, qid)
+    tol = 4 * np.finfo(float).eps
+    if got.shape != ref.shape:
+        return (f"your result has shape {got.shape}, X has shape {X.shape} "
+                "(one value per document and feature)")
+    if np.allclose(got, ref, rtol=0, atol=tol):
+        return None
+    lo, hi = _per_query(X, qid, np.min), _per_query(X, qid, np.max)
+    const = hi == lo
+    where = f"on X with {X.shape[0]} rows and query ids {qid.tolist()}"
+    bad = ~np.isfinite(got)
+    if bad.any():
+        if np.all(const[bad]):
+            return ("division by zero: a feature constant within a query "
+                    "(or any feature of a one-document query) has max = min "
+                    f"and must give 0, your function returns {got[bad][0]} "
+                    f"{where}")
+        return f"your result has non-finite values ({got[bad][0]}) {where}"
+    if np.allclose(got[~const], ref[~const], rtol=0, atol=tol):
+        bad = got[const][np.abs(got[const]) > tol]
+        return (f"a feature constant within its query must give 0 (LETOR's "
+                f"convention), your function gives {bad[0]:g} {where}")
+    glo, ghi = X.min(axis=0), X.max(axis=0)
+    with np.errstate(all="ignore"):
+        whole = np.where(ghi > glo, (X - glo) / (ghi - glo), 0.0)
+        by_max = np.where(hi != 0, X / hi, 0.0)
+    if np.allclose(got, whole, rtol=0, atol=tol):
+        return ("not per query: you take the minimum and maximum of each "
+                "feature over the whole data set; LETOR's QueryLevelNorm "
+                f"takes them over the documents of each query {where}")
+    if np.allclose(got[~const], by_max[~const], rtol=0, atol=tol):
+        return ("you divide by the query's maximum but do not subtract its "
+                f"minimum: (x - min) / (max - min) is wanted {where}")
+    sorted_q = np.sort(qid, kind="stable")
+    if not np.array_equal(sorted_q, qid):
+        order = np.argsort(qid, kind="stable")
+        if np.allclose(got[order], ref[order], rtol=0, atol=tol) or np.allclose(
+                got, query_level_normalize(X, _runs(qid)), rtol=0, atol=tol):
+            return ("queries are not contiguous here: the documents of a query "
+                    "may be spread over the rows (group them by query id, not "
+                    f"by runs of equal ids) {where}")
+    i, j = np.unravel_index(np.argmax(np.abs(got - ref)), ref.shape)
+    return (f"differs from refimpl at row {i}, feature {j}: {got[i, j]:.6g} "
+            f"instead of {ref[i, j]:.6g} {where}")
+
+
+def _runs(qid):
+    """A new id for every run of equal consecutive ids."""
+    return np.cumsum(np.r_[True, qid[1:] != qid[:-1]])
+
+
+def check_query_level_normalize(fn) -> CheckResult:
+    """Check ``fn(X, qid) -> X'``: LETOR's QueryLevelNorm (chapter 1).
+
+    ``X'[i, j] = (X[i, j] - min_q) / (max_q - min_q)`` with the minimum and
+    maximum of feature ``j`` over the documents of the query of row ``i``,
+    and 0 where they are equal (a constant feature, a one-document query);
+    the rows of a query need not be contiguous, and ``X`` must not be
+    changed.  Reference: :func:`refimpl.data.query_level_normalize`.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+    """
+    def diagnose(case):
+        X, qid = (np.array(a, dtype=float) for a in case)
+        qid = qid.astype(np.int64)
+        X_in = X.copy()
+        got = fn(X_in, qid.copy())
+        if not np.array_equal(X_in, X):
+            return ("your function changed its input X in place; return a "
+                    "new array and leave X as it was")
+        try:
+            got = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            return f"your function returned {type(got).__name__}, not an array"
+        return _query_norm_message(got, X, qid)
+
+    st = _strategies()
+    adversarial = [
+        ([[1.0, 5.0], [3.0, 5.0], [2.0, 5.0]], [1, 1, 1]),   # a constant column
+        ([[4.0], [0.0], [2.0], [10.0]], [1, 1, 2, 2]),         # two queries
+        ([[4.0], [7.0]], [1, 2]),                              # one-document queries
+        ([[-3.0, 1.0], [5.0, 2.0], [1.0, 0.0], [9.0, 4.0]], [2, 1, 2, 1]),
+        ([[1.0, 2.0], [3.0, 6.0], [5.0, 4.0]], [3, 3, 3]),
+    ]
+    values = st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3))
+    strategy = st.tuples(st.integers(1, 10), st.integers(1, 4)).flatmap(
+        lambda nd: st.tuples(
+            st.lists(st.lists(values, min_size=nd[1], max_size=nd[1]),
+                     min_size=nd[0], max_size=nd[0]),
+            st.lists(st.integers(0, 3), min_size=nd[0], max_size=nd[0])))
+    return run_checker(diagnose, adversarial=adversarial, strategy=strategy,
+                       max_examples=100, what="your query-level normalisation")
