@@ -36,6 +36,7 @@ from ._base import (
     _Ranker,
     squared_hinge_memory,
 )
+from .hinge_ranksvm import HingeRankSVM
 from .liferank import LifeRank
 from .ranksvm import RankSVM
 
@@ -238,6 +239,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     --------
     refimpl.estimators.LifeRank : the first stage.
     refimpl.estimators.RankSVM : the second stage (``ranker="ranksvm"``).
+    refimpl.estimators.HingeRankSVM : SVMrank's L1 hinge, the paper's
+        second stage (``ranker="ranksvm-hinge"``).
     refimpl.estimators.LinearRegressionRanker : the other second stage.
 
     Examples
@@ -258,23 +261,26 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     ----------
     n_components : int, default 10
         ``k``, the number of generated features.
-    ranker : {"ranksvm", "linreg"}, default "ranksvm"
+    ranker : {"ranksvm", "ranksvm-hinge", "linreg"}, default "ranksvm"
+        The second stage: :class:`RankSVM`, :class:`HingeRankSVM` (SVMrank,
+        the paper's) or :class:`LinearRegressionRanker`.
     C : float, default 1.0
-        RankSVM's loss weight (``ranker="ranksvm"``).
+        The RankSVMs' loss weight (each in its own convention: per pair for
+        ``"ranksvm"``, per query as SVMrank for ``"ranksvm-hinge"``).
     lam, lr, max_iter, random_state :
         Passed to :class:`refimpl.estimators.LifeRank`.
 
     Attributes
     ----------
     liferank_ : LifeRank
-    ranker_ : RankSVM or LinearRegressionRanker
+    ranker_ : RankSVM, HingeRankSVM or LinearRegressionRanker
     coef_ : ndarray of shape (n_features,)
         ``components_ @ ranker_.coef_``.
     """
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [COUNT],
-        "ranker": [StrOptions({"ranksvm", "linreg"})],
+        "ranker": [StrOptions({"ranksvm", "ranksvm-hinge", "linreg"})],
         "C": [POSITIVE],
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
@@ -302,6 +308,12 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         """
         logistic = {"logistic pairs": logistic_pair_bytes(n_docs, n_pairs,
                                                    self.n_components)}
+        if self.ranker == "ranksvm-hinge":
+            stage = HingeRankSVM(C=self.C).estimate_memory(
+                n_docs=n_docs, n_pairs=n_pairs, n_features=self.n_components,
+                max_query=max_query, grouped=grouped)
+            return MemoryEstimate(backend="pairs (logistic) + cutting planes",
+                                  terms={**logistic, **stage.terms})
         if self.ranker != "ranksvm":
             return MemoryEstimate(backend="pairs (logistic)", terms=logistic)
         stage = squared_hinge_memory(
@@ -325,9 +337,14 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         # labels and the query grouping are the problem's
         features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),
                                   y=problem.y, qid=problem.qid, groups=problem.groups)
-        second = _inner(RankSVM(C=self.C) if self.ranker == "ranksvm"
-                        else LinearRegressionRanker(), features)
-        second._fit(features)
+        if self.ranker == "ranksvm-hinge":
+            # HingeRankSVM has no _fit(problem): it checks X T once more
+            second = HingeRankSVM(C=self.C).fit(features.X, features.y,
+                                                features.qid)
+        else:
+            second = _inner(RankSVM(C=self.C) if self.ranker == "ranksvm"
+                            else LinearRegressionRanker(), features)
+            second._fit(features)
         self.liferank_ = life
         self.ranker_ = second
         self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)

@@ -559,6 +559,20 @@ for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression"))
         description=f"LifeRank feature extraction, then {_label}",
     ))
 register(Method(
+    name="liferank-ranksvm-hinge", factory=LifeRankPipeline,
+    grid={"n_components": [5, 10, 15, 20], "C": _SVMRANK_C},
+    reduced_grid={"n_components": [5], "C": [1e-2]},
+    selection_metric="MAP", linear=True, paper="pandey2018liferank",
+    grid_source="Pandey et al. (2018), Sections 5.3 and 6.1: k in {5, 10, "
+                "15, 20} generated features, then SVMrank (the L1-hinge "
+                "RankSVM, C per query); the paper gives no C: C as "
+                "ranksvm-hinge's grid, k and C selected by validation MAP",
+    fixed={"ranker": "ranksvm-hinge", "lam": 1e-3, "lr": 0.1,
+           "max_iter": 1000, "random_state": 0},
+    description="LifeRank feature extraction, then SVMrank's L1-hinge "
+                "RankSVM (the paper's ranker)",
+))
+register(Method(
     name="linreg", factory=LinearRegressionRanker, grid={}, reduced_grid={},
     selection_metric="MAP", linear=True, paper="pandey2018liferank",
     grid_source="Pandey et al. (2018), Section 5.3: pointwise linear "
