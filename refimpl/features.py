@@ -19,7 +19,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import RankingProblem, check_labels, check_X
+from ._validation import RankingProblem, check_labels, check_X, group_queries
 from .exceptions import DataError
 from .metrics import ndcg_at_k
 from .pairs import query_sign_grams
@@ -239,6 +239,64 @@ def _grouped_ndcg(problem, k):
 SIGN_CHUNK = 1 << 17
 
 
+def _dense_ranks(rows):
+    """Per column, the dense rank of each value (0 for the smallest) as float32.
+
+    ``sign(r_a - r_b) = sign(x_a - x_b)`` exactly for finite values (the
+    difference of two distinct doubles is never 0), and ranks below
+    ``2**24`` are exact in float32.
+    """
+    order = np.argsort(rows, axis=0, kind="stable")
+    srt = np.take_along_axis(rows, order, axis=0)
+    steps = np.empty(rows.shape, dtype=np.float32)
+    steps[0] = 0.0
+    steps[1:] = np.diff(srt, axis=0) != 0
+    ranks = np.empty(rows.shape, dtype=np.float32)
+    np.put_along_axis(ranks, order, np.cumsum(steps, axis=0, dtype=np.float32),
+                      axis=0)
+    return ranks
+
+
+def _sign_grams(X, qid, chunk):
+    """``S^T S`` per query, equal to :func:`refimpl.pairs.query_sign_grams`'s ``C``.
+
+    The signs are taken on each query's dense ranks in float32 and
+    multiplied in float32: every entry of ``S`` is -1, 0 or 1 and every sum
+    of a chunk at most ``chunk < 2**24`` in magnitude, so each product is
+    exact whatever the summation order, and half the memory traffic and
+    the single-precision GEMM make it about twice as fast as in float64
+    (the GEMM over document pairs is the cost of GAS at scale).
+    """
+    if isinstance(X, RankingProblem):
+        if qid is not None:
+            raise DataError("a RankingProblem already holds qid and its grouping: "
+                            "pass it alone")
+        X, groups = X.X, X.groups
+    else:
+        X = check_X(X)
+        groups = group_queries(qid, X.shape[0])
+    if sp.issparse(X):
+        X = X.toarray()
+    if not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise DataError(f"chunk must be a positive integer, got {chunk!r}")
+    chunk = min(int(chunk), 1 << 23)
+    pairs = {}
+    for q in range(groups.n_queries):
+        rows = X[groups.order[groups.indptr[q]:groups.indptr[q + 1]]]
+        m = rows.shape[0]
+        if m < 2:
+            continue
+        if m not in pairs:
+            pairs[m] = np.triu_indices(m, 1)
+        a, b = pairs[m]
+        ranks = _dense_ranks(rows)
+        C = np.zeros((rows.shape[1],) * 2)
+        for s in range(0, len(a), chunk):
+            S = np.sign(ranks[a[s:s + chunk]] - ranks[b[s:s + chunk]])
+            C += (S.T @ S).astype(np.float64)
+        yield C
+
+
 def kendall_similarity(X, qid=None, *, chunk=SIGN_CHUNK):
     r"""``|tau|`` between the rankings of every two features, averaged over queries.
 
@@ -271,7 +329,7 @@ def kendall_similarity(X, qid=None, *, chunk=SIGN_CHUNK):
     d = (X.n_features if isinstance(X, RankingProblem) else check_X(X).shape[1])
     tau_sum = np.zeros((d, d))
     count = np.zeros((d, d))
-    for C, _ in query_sign_grams(X, qid, chunk=chunk):
+    for C in _sign_grams(X, qid, chunk):
         nt = np.diag(C).copy()
         valid = nt > 0
         with np.errstate(divide="ignore", invalid="ignore"):

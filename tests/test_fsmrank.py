@@ -420,6 +420,30 @@ def test_kendall_similarity_matches_metrics():
     np.testing.assert_array_equal(S, S.T)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.lists(st.integers(1, 14), min_size=1, max_size=4),
+       st.integers(1, 5), st.integers(1, 40))
+def test_sign_grams_equal_the_float64_pair_signs(seed, sizes, d, chunk):
+    """The float32 rank-sign Grams of kendall_similarity are exactly
+    query_sign_grams' (ties, -0.0 against 0.0, huge and tiny values, chunks)."""
+    from refimpl.features import _sign_grams
+    from refimpl.pairs import query_sign_grams
+
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    X = rng.choice([0.0, -0.0, 1.0, 1.0 + 2**-52, -3.5, 1e300, -1e300, 5e-324, 7.0],
+                   size=(n, d))
+    noisy = rng.random((n, d)) < 0.3
+    X[noisy] = rng.normal(size=int(noisy.sum()))
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    rng.shuffle(qid)
+    new = list(_sign_grams(X, qid, chunk))
+    old = [C for C, _ in query_sign_grams(X, qid, chunk=chunk)]
+    assert len(new) == len(old)
+    for a, b in zip(new, old):
+        assert np.array_equal(a, b)
+
+
 def test_feature_ndcg_picks_the_better_direction():
     X, y, qid = small(7)
     X = X.copy()

@@ -193,7 +193,9 @@ class FSMRank(_LinearRanker):
 
     def _problem(self, problem):
         """``(loss, smooth psi, penalty r, s, A, projected, min_eig)`` of eq. 2."""
-        loss = PairwiseSquaredHinge(problem, normalize=True, backend=self.backend)
+        # first order: values and gradients only (hess_per_grad = 0)
+        loss = PairwiseSquaredHinge(problem, normalize=True, backend=self.backend,
+                                    hess_per_grad=0)
         d = loss.n_features
         if self.importance == "pearson":
             s = pearson_importance(problem)

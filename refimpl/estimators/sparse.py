@@ -271,7 +271,10 @@ class SparseRankSVM(_LinearRanker):
 
     def _problem(self, problem):
         """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
-        loss = PairwiseSquaredHinge(problem, backend=self.backend)
+        # FISTA asks for values and gradients, proximal Newton for one
+        # Hessian matrix per step (no Hessian-vector products): auto's cost
+        # model with hess_per_grad = 0
+        loss = PairwiseSquaredHinge(problem, backend=self.backend, hess_per_grad=0)
         smooth = ScaledSmooth(loss, float(self.C))
         penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
         return loss, smooth, penalty
@@ -366,7 +369,7 @@ class SparseRankSVM(_LinearRanker):
                     stacklevel=stacklevel)
 
     def _fit_reweighted(self, problem, concave):
-        loss = PairwiseSquaredHinge(problem, backend=self.backend)
+        loss = PairwiseSquaredHinge(problem, backend=self.backend, hess_per_grad=0)
         smooth = ScaledSmooth(loss, float(self.C))
         if self.line_search == "fixed" and self.solver == "fista":
             # the reweighting passes share f, so one constant serves them all

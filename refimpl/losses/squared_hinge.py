@@ -290,6 +290,12 @@ class PairwiseSquaredHinge(CachedObjective):
         a fixed order (``refimpl.kernels._simd.row_dot``), the same on
         every machine; they differ from BLAS's ``X @ w`` in the last bits,
         so the two paths agree to rounding, not bit for bit.
+    hess_per_grad : float, optional
+        Hessian-vector products per value + gradient of the solver that
+        will use the loss, for ``backend="auto"``'s cost model
+        (:func:`choose_backend`): default TRON's; 0 for a first-order
+        solver (FISTA, FSMRank) or proximal Newton, which builds its
+        Hessian matrix once per step instead of taking products.
 
     Attributes
     ----------
@@ -321,7 +327,7 @@ class PairwiseSquaredHinge(CachedObjective):
 
     def __init__(self, X, y=None, qid=None, *, margin=1.0, normalize=False,
                  backend="auto", tree_method="selection_tree", which="all",
-                 one_pass="auto"):
+                 one_pass="auto", hess_per_grad=None):
         self.problem = ranking_problem(X, y, qid)
         self.X, self.y, self.groups = self.problem.X, self.problem.y, self.problem.groups
         self.qid = self.problem.qid
@@ -353,8 +359,10 @@ class PairwiseSquaredHinge(CachedObjective):
             backend = choose_backend(
                 self.n_pairs, n, which, n_features=d,
                 n_levels=count_levels(self.y) if which == "all" else 2,
-                one_pass=self._use_one_pass("tree", one_pass))
+                one_pass=self._use_one_pass("tree", one_pass),
+                hess_per_grad=hess_per_grad)
         self.backend = backend
+        self.hess_per_grad = hess_per_grad
         self.scale = 1.0 / self.n_pairs if normalize else 1.0
         self.normalize = bool(normalize)
         self.one_pass_ = self._use_one_pass(backend, one_pass)
@@ -400,7 +408,7 @@ class PairwiseSquaredHinge(CachedObjective):
         """
         params = {"margin": self.margin, "normalize": self.normalize,
                   "tree_method": self.tree_method, "which": self.which,
-                  "one_pass": self.one_pass}
+                  "one_pass": self.one_pass, "hess_per_grad": self.hess_per_grad}
         params.update(kwargs)
         return type(self)(self.problem, backend=backend, **params)
 
