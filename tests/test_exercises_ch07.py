@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from refimpl.exercises import (check_pair_counts, check_radius_update,
+from refimpl.exercises import (check_hinge_plane, check_pair_counts,
+                               check_radius_update,
                                check_steihaug_cg)
 
 tron_mod = importlib.import_module("refimpl.solvers.tron")
@@ -210,3 +211,58 @@ def test_radius_textbook_rule_named():
     res = check_radius_update(textbook)
     assert not res.passed
     assert "fixed multiple of Delta" in res.message, res.message
+
+
+# ---------------------------------------------------------------- the plane
+
+
+def plane(X, y, qid, w, *, sign=1.0, scale=True, strict=True, ties=False,
+          margin=1.0, n_pairs_only=False):
+    z = X @ w
+    a, b, with_pairs = np.zeros(X.shape[1]), 0.0, set()
+    for i in range(len(z)):
+        for j in range(len(z)):
+            if qid[i] != qid[j] or i == j:
+                continue
+            if y[i] > y[j]:
+                with_pairs.add(qid[i])
+            if not (y[i] >= y[j] if ties else y[i] > y[j]):
+                continue
+            r = margin - (z[i] - z[j])
+            if (r > 0) if strict else (r >= 0):
+                a += X[i] - X[j]
+                b += 1
+    n = max(len(with_pairs), 1) if n_pairs_only else len(np.unique(qid))
+    if not scale:
+        n = 1
+    return sign * a / n, b / n
+
+
+def test_plane_reference_accepted():
+    assert check_hinge_plane(plane).passed
+
+
+def test_plane_refimpl_accepted():
+    from refimpl._validation import ranking_problem
+    from refimpl.losses.pairwise_hinge import PairwiseHinge
+
+    def fn(X, y, qid, w):
+        loss = PairwiseHinge(ranking_problem(X, y, qid))
+        _, c, nv = loss.risk(w)
+        n = len(np.unique(qid))
+        return loss.direction(c) / n, nv / n
+    assert check_hinge_plane(fn).passed
+
+
+@pytest.mark.parametrize("kw, word", [
+    (dict(sign=-1.0), "sign"),
+    (dict(scale=False), "1/n"),
+    (dict(strict=False), "margin"),
+    (dict(ties=True), "equal labels"),
+    (dict(margin=0.0), "misordered"),
+    (dict(n_pairs_only=True), "wrong n"),
+])
+def test_plane_bugs(kw, word):
+    result = check_hinge_plane(lambda X, y, q, w: plane(X, y, q, w, **kw))
+    assert not result.passed
+    assert word in result.message, result.message

@@ -5,7 +5,9 @@ pairs with :func:`refimpl.sv_stats.sv_statistics`; ``check_steihaug_cg``
 and ``check_radius_update`` compare one truncated-CG solve and one
 trust-region radius update with :func:`refimpl.solvers.tron`'s rules
 (``refimpl.solvers.tron._steihaug_cg`` and the constants ``eta0 .. eta2``,
-``sigma1 .. sigma3`` of LIBLINEAR's ``tron.cpp``).
+``sigma1 .. sigma3`` of LIBLINEAR's ``tron.cpp``); ``check_hinge_plane``
+compares the most violated constraint of SVMrank's 1-slack problem with
+:class:`refimpl.losses.pairwise_hinge.PairwiseHinge`'s.
 
 Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
@@ -24,7 +26,8 @@ from ._harness import CheckResult, run_checker
 # the module (``refimpl.solvers.tron`` the attribute is the function)
 _tron_mod = importlib.import_module("refimpl.solvers.tron")
 
-__all__ = ["check_pair_counts", "check_steihaug_cg", "check_radius_update"]
+__all__ = ["check_pair_counts", "check_steihaug_cg", "check_radius_update",
+           "check_hinge_plane"]
 
 
 def _strategies():
@@ -431,3 +434,139 @@ def check_radius_update(fn) -> CheckResult:
 
     return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
                        max_examples=100, what="your radius update")
+
+
+# --------------------------------------------------------------------------
+# The most violated constraint of the 1-slack problem (SVMrank)
+# --------------------------------------------------------------------------
+
+
+def _plane_ref(X, y, qid, w):
+    from .._validation import ranking_problem
+    from ..losses.pairwise_hinge import PairwiseHinge
+
+    loss = PairwiseHinge(ranking_problem(X, y, qid))
+    _, c, n_violated = loss.risk(w)
+    n = len(np.unique(qid))
+    return loss.direction(c) / n, n_violated / n
+
+
+def _plane_variant(X, y, qid, w, *, strict=True, ties=False, margin=1.0,
+                   n_with_pairs=False):
+    """Explicit-pairs plane with one rule changed (to name a mistake)."""
+    z = X @ w
+    a, b = np.zeros(X.shape[1]), 0.0
+    queries = set()
+    for i in range(len(z)):
+        for j in range(len(z)):
+            if i == j or qid[i] != qid[j]:
+                continue
+            if not (y[i] >= y[j] if ties else y[i] > y[j]):
+                continue
+            if y[i] > y[j]:
+                queries.add(qid[i])
+            r = margin - (z[i] - z[j])
+            if r > 0 if strict else r >= 0:
+                a += X[i] - X[j]
+                b += 1.0
+    n = max(len(queries), 1) if n_with_pairs else len(np.unique(qid))
+    return a / n, b / n
+
+
+def check_hinge_plane(fn) -> CheckResult:
+    """Check ``fn(X, y, qid, w) -> (a, b)``, the plane of eq. (7.13).
+
+    ``a = sum_{(i, j) violated} (x_i - x_j) / n`` and ``b`` = (number of
+    violated pairs) / n, over the preference pairs (``q_i = q_j``,
+    ``y_i > y_j``) with ``1 - w^T (x_i - x_j) > 0``, and ``n`` the number
+    of queries (all of them, as SVMrank counts).  Reference:
+    :class:`refimpl.losses.pairwise_hinge.PairwiseHinge`.
+
+    Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
+    """
+    def diagnose(case):
+        X, y, qid, w = (np.asarray(v) for v in case)
+        X = X.astype(float)
+        w = w.astype(float)
+        ref_a, ref_b = _plane_ref(X, y, qid, w)
+        got = fn(X.copy(), y.copy(), qid.copy(), w.copy())
+        try:
+            a, b = got
+            a = np.asarray(a, dtype=float).ravel()
+            b = float(b)
+        except (TypeError, ValueError):
+            return ("your function must return (a, b): a vector of length "
+                    f"{X.shape[1]} and a number, got {type(got).__name__}")
+        if a.shape != ref_a.shape:
+            return (f"wrong shape: a must have {X.shape[1]} entries (one per "
+                    f"feature), got {a.shape}")
+        where = (f"(y = {np.asarray(y).tolist()}, qid = "
+                 f"{np.asarray(qid).tolist()}, scores X w = "
+                 f"{np.round(X @ w, 3).tolist()})")
+
+        def same(pa, pb):
+            return (np.allclose(a, pa, rtol=1e-9, atol=1e-12)
+                    and math.isclose(b, pb, rel_tol=1e-9, abs_tol=1e-12))
+
+        if same(ref_a, ref_b):
+            return None
+        n = len(np.unique(qid))
+        if same(-ref_a, ref_b) and np.any(ref_a):
+            return ("wrong sign: a is the sum of x_i - x_j over the violated "
+                    f"pairs (i preferred to j), you return its negative {where}")
+        if n > 1 and same(n * ref_a, n * ref_b):
+            return ("missing factor 1/n: SVMrank's plane is the sum over the "
+                    f"violated pairs divided by the number of queries n = {n} "
+                    f"{where}")
+        variants = [
+            (dict(strict=False),
+             "pairs exactly on the margin counted as violated: a pair is "
+             "violated only if 1 - w^T (x_i - x_j) > 0 (strict)"),
+            (dict(ties=True),
+             "documents with equal labels counted as pairs: a pair needs "
+             "y_i > y_j (strict)"),
+            (dict(margin=0.0),
+             "you count only the misordered pairs (z_i - z_j < 0): the "
+             "hinge is violated whenever z_i - z_j < 1 (margin 1)"),
+            (dict(n_with_pairs=True),
+             "wrong n: SVMrank divides by the number of all training "
+             "queries, including those without a preference pair"),
+        ]
+        for kw, msg in variants:
+            if same(*_plane_variant(X, y, qid, w, **kw)):
+                return f"{msg} {where}"
+        if np.allclose(a, ref_a, rtol=1e-9, atol=1e-12):
+            return (f"b differs from refimpl: {b!r} instead of {ref_b!r} "
+                    f"(the number of violated pairs over n) {where}")
+        k = int(np.argmax(np.abs(a - ref_a)))
+        return (f"differs from refimpl: a[{k}] = {a[k]!r}, expected "
+                f"{ref_a[k]!r}; b = {b!r}, expected {ref_b!r} {where}")
+
+    st = _strategies()
+    adversarial = [
+        # exactly on the margin, and just inside it
+        (np.array([[1.0], [0.0]]), [1, 0], [1, 1], [1.0]),
+        (np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 1.0]]), [2, 0, 1], [1, 1, 1],
+         [0.5, 0.25]),
+        # label ties, a query without pairs, a one-document query
+        (np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [1.0], [0.0]]),
+         [1, 1, 0, 2, 2, 1, 0], [1, 1, 1, 2, 2, 3, 3], [0.0]),
+        (np.array([[0.0], [1.0], [5.0]]), [1, 0, 1], [1, 1, 3], [0.25]),
+        # misordered and correctly ordered within the margin
+        (np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]]), [1, 0, 2],
+         [4, 4, 4], [1.0, -0.5]),
+    ]
+
+    @st.composite
+    def cases(draw):
+        n = draw(st.integers(1, 8))
+        d = draw(st.integers(1, 3))
+        X = draw(st.lists(st.integers(-4, 4), min_size=n * d, max_size=n * d))
+        y = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+        q = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+        w = draw(st.lists(st.integers(-2, 2), min_size=d, max_size=d))
+        return (np.array(X, dtype=float).reshape(n, d) / 2.0, np.array(y),
+                np.array(q), np.array(w, dtype=float) / 2.0)
+
+    return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
+                       max_examples=80, what="your plane function")
