@@ -53,6 +53,13 @@ def test_tables_structure(tables):
         assert set(tables["marks"][key]) <= set(" ▲▼△▽")
         if "|LifeRank|" in key:          # LifeRank is not marked against itself
             assert tables["marks"][key] == " " * 11
+    for r in lp.RANKERS:
+        for k in lp.KS:
+            want = (tables["means"][f"{r}|LifeRank|{k}"]
+                    - tables["means"][f"{r}|Original|{k}"])
+            for (mean, lo, hi), j in zip(tables["gain"][f"{r}|{k}"], (9, 10)):
+                assert mean == pytest.approx(want[j], abs=1e-12)
+                assert lo <= mean <= hi
     assert set(tables["fits"]) == {"LifeRank", *lp.EXTRA_K10}
     assert set(tables["quality"]) == {"Original", "GAS", "FSMRank", "LifeRank",
                                       *lp.EXTRA_K10, "U start itself"}

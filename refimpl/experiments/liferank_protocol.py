@@ -236,6 +236,12 @@ def _one_fold(dataset, f, root):
     return protocol_fold(fold.train, fold.test, fold.vali)
 
 
+def _mean_ci(d, level=0.95):
+    """Mean of paired differences and its two-sided t-interval."""
+    half = stats.t.ppf(0.5 + level / 2, len(d) - 1) * stats.sem(d)
+    return [float(d.mean()), float(d.mean() - half), float(d.mean() + half)]
+
+
 #: The rows of Table 2 (and PCA) at every k, then Table 5's at k = 10.
 def _rows():
     rows = [(n, k) for k in KS for n in ("Original", "PCA", "GAS", "FSMRank",
@@ -265,6 +271,9 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
         ``marks`` (same keys -> 11 marks against LifeRank at that k),
         ``fold_means`` (same keys -> one row of 11 means per fold),
         ``C`` ("name|k" -> SVMrank's selected C per fold),
+        ``gain`` ("ranker|k" -> for NDCG@10 and MAP, the mean over the
+        pooled test queries of LifeRank minus the original features and
+        its 95 % t-interval, ``[mean, low, high]``),
         ``fits`` (name -> mean objective, violation, iterations and
         fraction converged at k = 10) and ``quality`` (name -> mean over
         folds of :func:`feature_quality`).
@@ -288,13 +297,19 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
             marks[f"{r}|{n}|{k}"] = "".join(
                 " " if n == "LifeRank" else mark(life[:, j], ours[:, j])
                 for j in range(ours.shape[1]))
+    gain = {}
+    for r in RANKERS:
+        for k in KS:
+            d = (np.vstack([fr[0]["LifeRank", k][r] for fr in res])
+                 - np.vstack([fr[0]["Original"][r] for fr in res]))
+            gain[f"{r}|{k}"] = [_mean_ci(d[:, j]) for j in (9, 10)]
     for n, k in _rows():
         chosen[f"{n}|{k}"] = [fr[0][key_of(n, k)]["C"] for fr in res]
     fits = {n: np.mean([fr[2][n, 10] for fr in res], axis=0)
             for n in ("LifeRank", *EXTRA_K10)}
     quality = {n: np.mean([fr[1][n] for fr in res], axis=0) for n in res[0][1]}
     return {"means": means, "marks": marks, "fold_means": fold_means,
-            "C": chosen, "fits": fits, "quality": quality,
+            "C": chosen, "gain": gain, "fits": fits, "quality": quality,
             "folds": list(folds), "svmrank_C_grid": list(SVMRANK_C)}
 
 
