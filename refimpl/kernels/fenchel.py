@@ -19,7 +19,15 @@ from numba import njit, objmode
 
 from ._blocklanes import LANES, hinge_lanes, step_lanes
 from .fused import row_dots
-from .ostree import _rows_axpy
+from .ostree import (
+    _count_prod,
+    _dd_add,
+    _dd_mul,
+    _dd_scale_count,
+    _rows_axpy,
+    _two_prod,
+    _two_sum,
+)
 
 # the lanes' specifications, compiled, finish a block after its multiple of
 # 4 (and collect a block's few breakpoints below the bound)
@@ -672,3 +680,340 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
             istate[RUN_SINCE_REFRESH] = 0
             fresh = True
         block_record(hist, istate, fstate, w, scale, r2, t0)
+
+
+# --------------------------------------------------------------------------
+# Every pair active: the squared hinge is a quadratic, no sort needed
+# --------------------------------------------------------------------------
+#
+# When every pair (i, j), y_i > y_j, of every query has r_ij = margin -
+# (z_i - z_j) > 0, the counts are l_i^+ = the documents above i's level and
+# l_i^- = those below, and the sums gamma^+- of eq. 17 are sums over whole
+# levels: value, score gradient and Hessian product need one pass over the
+# documents and per-level sums, O(l + k^2) per query, and no order of the
+# scores.  On the l1 ball of eq. 4 this is the rule, not the exception, when
+# r max |x_i - x_j|_inf < 1: then |z_i - z_j| <= ||w||_1 ||x_i - x_j||_inf
+# < 1/r for every pair (features in [0, 1] and r <= 1).  The tree kernels
+# (refimpl.kernels.ostree) decide membership by the same test, so where
+# all_pairs_active holds they have the same active set, and the sums below
+# are kept in the same double-double arithmetic (same results to a few
+# ulps; tests/test_fenchelrank_tree.py).
+
+
+@njit(cache=True)
+def all_pairs_active(z, level, nlev, order, indptr, margin):
+    """Whether ``margin - (z_i - z_j) > 0`` for every pair ``y_i > y_j`` of a query.
+
+    ``level``, ``nlev``, ``order``, ``indptr``: the query levels of
+    :func:`refimpl.kernels.ostree.label_levels` (higher level, higher
+    label) and the query grouping.  The test is that of the tree kernels,
+    in floating point; it is monotone in ``z_i`` and in ``z_j``, so it holds
+    for every pair when it holds for the highest score of each level and
+    the lowest score of the levels below it: one pass, O(l + k) per query.
+    ``False`` as soon as a score of a query with two levels or more is not
+    finite.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    lo_z = np.empty(kmax)
+    hi_z = np.empty(kmax)
+    for q in range(len(indptr) - 1):
+        k = nlev[q]
+        if k <= 1:
+            continue
+        lo_z[:k] = np.inf
+        hi_z[:k] = -np.inf
+        for a in range(indptr[q], indptr[q + 1]):
+            i = order[a]
+            v = z[i]
+            if not np.isfinite(v):
+                return False
+            m = level[i]
+            if v < lo_z[m]:
+                lo_z[m] = v
+            if v > hi_z[m]:
+                hi_z[m] = v
+        low = lo_z[0]
+        for m in range(1, k):
+            if not margin - (hi_z[m] - low) > 0.0:
+                return False
+            low = min(low, lo_z[m])
+    return True
+
+
+@njit(inline="always")
+def _level_sums(z, sh, level, order, lo, hi, k, cnt, s1h, s1l, s2h, s2l,
+                squares):
+    """Per-level counts and double-double sums of ``z - sh`` (and squares)."""
+    cnt[:k] = 0
+    s1h[:k] = 0.0
+    s1l[:k] = 0.0
+    s2h[:k] = 0.0
+    s2l[:k] = 0.0
+    for a in range(lo, hi):
+        i = order[a]
+        m = level[i]
+        x = z[i] - sh
+        cnt[m] += 1
+        s, e = _two_sum(s1h[m], x)
+        s1h[m] = s
+        s1l[m] += e
+        if squares:
+            qh, ql = _two_prod(x, x)
+            s, e = _two_sum(s2h[m], qh)
+            s2h[m] = s
+            s2l[m] += e + ql
+
+
+@njit(inline="always")
+def _query_shift(z, order, lo, hi):
+    """A score of the query whose difference with every score is exact, else 0.
+
+    The tree kernels' device (there the median): a common offset of the
+    scores then costs nothing in the sums.
+    """
+    sh = z[order[lo]]
+    for a in range(lo, hi):
+        d, e = _two_sum(z[order[a]], -sh)
+        if e != 0.0 or not np.isfinite(d):
+            return 0.0
+    return sh
+
+
+@njit(inline="always")
+def _level_quadratic(k, cnt, s1h, s1l, s2h, s2l, margin, vh, vl):
+    """Add ``sum_{b < a} sum_{i in b, j in a} (margin + x_i - x_j)^2`` to ``vh + vl``.
+
+    Over the level pairs of one query from its per-level counts ``n_m`` and
+    double-double sums ``S1_m``, ``S2_m`` of ``x`` and ``x^2``: with
+    ``c^+``, ``S1^+``, ``S2^+`` the same over the levels above ``m`` and
+    ``a_i = margin + x_i``, level ``m`` contributes
+    ``c^+ sum a_i^2 - 2 S1^+ sum a_i + n_m S2^+``.
+    """
+    ch = 0
+    ah = 0.0
+    al = 0.0
+    bh = 0.0
+    bl = 0.0
+    mh, ml = _two_prod(margin, margin)
+    for m in range(k - 1, -1, -1):
+        nm = float(cnt[m])
+        if ch > 0:
+            c = float(ch)
+            sa_h, sa_l = _dd_scale_count(nm, margin, 0.0)
+            sa_h, sa_l = _dd_add(sa_h, sa_l, s1h[m], s1l[m])
+            sq_h, sq_l = _dd_scale_count(nm, mh, ml)
+            th, tl = _dd_mul(2.0 * margin, 0.0, s1h[m], s1l[m])
+            sq_h, sq_l = _dd_add(sq_h, sq_l, th, tl)
+            sq_h, sq_l = _dd_add(sq_h, sq_l, s2h[m], s2l[m])
+            xh, xl = _dd_scale_count(c, sq_h, sq_l)
+            th, tl = _dd_mul(ah, al, sa_h, sa_l)
+            xh, xl = _dd_add(xh, xl, -2.0 * th, -2.0 * tl)
+            th, tl = _dd_scale_count(nm, bh, bl)
+            xh, xl = _dd_add(xh, xl, th, tl)
+            vh, vl = _dd_add(vh, vl, xh, xl)
+        ch += cnt[m]
+        ah, al = _dd_add(ah, al, s1h[m], s1l[m])
+        bh, bl = _dd_add(bh, bl, s2h[m], s2l[m])
+    return vh, vl
+
+
+@njit(cache=True)
+def all_active_value_dz(z, level, nlev, order, indptr, margin, dz, kappa):
+    """Loss and score gradient where every pair is active, else ``-1``.
+
+    Tests :func:`all_pairs_active` and, where it holds, gives the value and
+    ``dz`` of :func:`refimpl.kernels.ostree.value_dz_selection_tree`
+    (eqs. 17-19) from per-level sums: with ``x = z - sh`` (a per-query
+    shift, exact), ``n_m``, ``S1_m = sum x``, ``S2_m = sum x^2`` over level
+    ``m``, ``c^+`` the documents above level ``m`` and ``c^-`` below,
+
+        loss = sum_m [c^+ sum a_i^2 - 2 S1^+ sum a_i + n_m S2^+]
+               (a_i = margin + x_i, ``+``: over the levels above m),
+        dz_i = 2 [(c^+ + c^-) z_i + kappa_m],
+        kappa_m = margin (c^+ - c^-) - sum_{b != m} S1_b - (c^+ + c^-) sh,
+
+    every sum in double-double, ``dz_i`` and ``kappa_m`` rounded once.
+    Writes ``dz`` (0 in one-level queries) and ``kappa`` at
+    ``lvl_ptr[q] + m`` (``lvl_ptr``: the running sum of ``nlev``; 0 for
+    one-level queries) and returns the loss ``sum_P r_ij^2 >= 0``; returns
+    ``-1.0`` (``dz``, ``kappa`` undefined) when some pair is not active or
+    a score of a query with two levels or more is not finite.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    if not all_pairs_active(z, level, nlev, order, indptr, margin):
+        return -1.0
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    cnt = np.zeros(kmax, dtype=np.int64)
+    s1h = np.zeros(kmax)
+    s1l = np.zeros(kmax)
+    s2h = np.zeros(kmax)
+    s2l = np.zeros(kmax)
+    baseh = np.zeros(kmax)  # margin (c^+ - c^-) - sum_{b != m} S1_b
+    basel = np.zeros(kmax)
+    coef = np.zeros(kmax)   # c^+ + c^-
+    vh = 0.0
+    vl = 0.0
+    row = 0
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        k = nlev[q]
+        if k <= 1:
+            for a in range(lo, hi):
+                dz[order[a]] = 0.0
+            for m in range(k):
+                kappa[row + m] = 0.0
+            row += k
+            continue
+        sh = _query_shift(z, order, lo, hi)
+        _level_sums(z, sh, level, order, lo, hi, k, cnt, s1h, s1l, s2h, s2l,
+                    True)
+        vh, vl = _level_quadratic(k, cnt, s1h, s1l, s2h, s2l, margin, vh, vl)
+        n = hi - lo
+        below = 0
+        for m in range(k):
+            above = n - below - cnt[m]
+            c = float(above + below)
+            coef[m] = c
+            ph, pl = _count_prod(float(above - below), margin)
+            for b in range(k):
+                if b != m:
+                    ph, pl = _dd_add(ph, pl, -s1h[b], -s1l[b])
+            baseh[m] = ph
+            basel[m] = pl
+            qh, ql = _count_prod(c, sh)
+            ph, pl = _dd_add(ph, pl, -qh, -ql)
+            kappa[row + m] = ph + pl
+            below += cnt[m]
+        row += k
+        for a in range(lo, hi):
+            i = order[a]
+            m = level[i]
+            # x_i = z_i - sh is exact: (c^+ + c^-) x_i + b_m, no c sh
+            # cancellation
+            ph, pl = _count_prod(coef[m], z[i] - sh)
+            ph, pl = _dd_add(ph, pl, baseh[m], basel[m])
+            dz[i] = 2.0 * (ph + pl)
+    return max(vh + vl, 0.0)
+
+
+@njit(cache=True)
+def all_active_curvature(u, level, nlev, order, indptr):
+    """``u^T (2 A^T A) u = 2 sum_P (u_i - u_j)^2`` where every pair is active.
+
+    From per-level double-double sums of ``u - sh`` and its squares
+    (:func:`all_active_value_dz`'s with margin 0), O(l + k^2) per query,
+    no vector written: the curvature ``psi''`` of the exact line search.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    cnt = np.zeros(kmax, dtype=np.int64)
+    s1h = np.zeros(kmax)
+    s1l = np.zeros(kmax)
+    s2h = np.zeros(kmax)
+    s2l = np.zeros(kmax)
+    vh = 0.0
+    vl = 0.0
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        k = nlev[q]
+        if k <= 1:
+            continue
+        sh = _query_shift(u, order, lo, hi)
+        _level_sums(u, sh, level, order, lo, hi, k, cnt, s1h, s1l, s2h, s2l,
+                    True)
+        vh, vl = _level_quadratic(k, cnt, s1h, s1l, s2h, s2l, 0.0, vh, vl)
+    return 2.0 * max(vh + vl, 0.0)
+
+
+@njit(cache=True)
+def level_weights(level, nlev, order, indptr, coef, rows):
+    """Per document ``coef_i = n_q - n_{q, m}`` and ``rows_i = lvl_ptr[q] + m``.
+
+    ``m`` the level of ``i`` in its query ``q`` (``coef = 0`` in one-level
+    queries): where every pair is active, ``dz_i = 2 (coef_i z_i +
+    kappa[rows_i])`` (:func:`all_active_value_dz`).  Returns the number of
+    (query, level) rows.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    cnt = np.zeros(kmax, dtype=np.int64)
+    row = 0
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        k = nlev[q]
+        cnt[:k] = 0
+        for a in range(lo, hi):
+            cnt[level[order[a]]] += 1
+        for a in range(lo, hi):
+            i = order[a]
+            m = level[i]
+            coef[i] = float(hi - lo - cnt[m]) if k > 1 else 0.0
+            rows[i] = row + m
+        row += k
+    return row
+
+
+@njit(cache=True)
+def all_active_hess_dz(t, level, nlev, order, indptr, out):
+    """``out = 2 A^T A t`` when every pair is active (:func:`all_pairs_active`).
+
+    :func:`refimpl.kernels.ostree.hess_dz_selection_tree` with the active
+    set of every pair: ``out_i = 2 [(n_q - n_m) t_i - sum_{b != m} T_b]``,
+    ``T_b`` the double-double sum of ``t`` over level ``b`` of ``i``'s query
+    and ``m`` the level of ``i``; 0 in one-level queries.
+
+    Derived in: book/03_fenchelrank_duality.md#fenchelrank
+    """
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    cnt = np.zeros(kmax, dtype=np.int64)
+    s1h = np.zeros(kmax)
+    s1l = np.zeros(kmax)
+    s2h = np.zeros(kmax)
+    s2l = np.zeros(kmax)
+    oth = np.zeros(kmax)
+    otl = np.zeros(kmax)
+    coef = np.zeros(kmax)
+    for q in range(len(indptr) - 1):
+        lo = indptr[q]
+        hi = indptr[q + 1]
+        k = nlev[q]
+        if k <= 1:
+            for a in range(lo, hi):
+                out[order[a]] = 0.0
+            continue
+        _level_sums(t, 0.0, level, order, lo, hi, k, cnt, s1h, s1l, s2h, s2l,
+                    False)
+        n = hi - lo
+        for m in range(k):
+            oh = 0.0
+            ol = 0.0
+            for b in range(k):
+                if b != m:
+                    oh, ol = _dd_add(oh, ol, s1h[b], s1l[b])
+            oth[m] = oh
+            otl[m] = ol
+            coef[m] = float(n - cnt[m])
+        for a in range(lo, hi):
+            i = order[a]
+            m = level[i]
+            ph, pl = _count_prod(coef[m], t[i])
+            ph, pl = _dd_add(ph, pl, -oth[m], -otl[m])
+            out[i] = 2.0 * (ph + pl)

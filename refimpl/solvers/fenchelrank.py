@@ -383,7 +383,11 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     :func:`newton_linesearch` needs about three of them; the tree's state
     then sits at the new iterate, so an update costs those sweeps plus one
     ``X^T dz`` (about 2-2.5 value+gradient passes at 301,916 x 136,
-    ``benchmarks/bench_fenchelrank.py --scale``).  The iterates are those
+    ``benchmarks/bench_fenchelrank.py --scale``).  Where every pair is
+    active (always when ``r max |x_i - x_j|_inf < 1``) the loss is a
+    quadratic: sweeps and curvature then come from per-level sums, O(l)
+    with no sort, and ``X^T dz`` from a vector carried along the steps, no
+    pass over ``X`` (see :class:`_TreeScoreSpace`).  The iterates are those
     of the explicit-pairs path to 1e-12 with the same greedy coordinates
     (``tests/test_fenchelrank_tree.py``, MQ2008 Fold 1 included).  For the
     fast variants a tie between vertices' values ``g^T v`` within
@@ -761,8 +765,28 @@ class _TreeScoreSpace:
     tree's state follows the last evaluated point (``adopt``), so the
     step's last trial is the next iterate's state: no re-evaluation.
 
+    *Every pair active.*  Where ``margin - (z_i - z_j) > 0`` for every pair
+    (:func:`refimpl.kernels.fenchel.all_active_value_dz` tests it in one
+    O(l) pass; on the l1 ball of eq. 4 it always holds when
+    ``r max |x_i - x_j|_inf < 1``, e.g. features in [0, 1] and r <= 1) the
+    loss is a quadratic there: value and ``dz`` come from per-level sums,
+    with no sort and no tree (whose own state is left where it was; its
+    next sweep re-sorts from its last order, which gives the same
+    permutation), and so do the line search's curvature and Hessian
+    products.  Then ``dz_i = 2 (c_i z_i + kappa_{q,m})`` with ``c_i`` the
+    documents of other levels in ``i``'s query and ``kappa`` one number per
+    query and level, so ``X^T dz = 2 (h + N^T kappa)``, ``h = X^T (c * z)``
+    and ``N`` the per-(query, level) sums of the rows of ``X``.  Along a
+    step ``u = alpha z + X_S beta`` (every variant's), ``h`` moves by
+    ``t (alpha h + G_S beta)``, ``G_j = X^T (c * x_j)`` computed once per
+    feature: the update then makes no pass over ``X`` (dense ``X``; ``h``
+    is recomputed with ``z``, every :data:`REFRESH_EVERY` updates).
+
     ``z`` lives in the order of the tree's rows (see
-    :meth:`refimpl.losses.PairwiseSquaredHinge.tree_score_space`).
+    :meth:`refimpl.losses.PairwiseSquaredHinge.tree_score_space`).  ``X``
+    is read through a Fortran-ordered copy up to
+    :data:`FORTRAN_COPY_BYTES` (contiguous columns, and ``X^T v`` as
+    ``d`` contiguous dot products).
     """
 
     def __init__(self, loss, impl, X):
@@ -771,11 +795,28 @@ class _TreeScoreSpace:
         self.loss = loss
         self.impl = impl
         self.sparse = sp.issparse(X)
-        self.X = X.tocsc() if self.sparse else X
+        if self.sparse:
+            self.X = X.tocsc()
+        else:
+            X = np.asarray(X, dtype=np.float64)
+            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
         self.n_docs = X.shape[0]
         self.scale = float(loss.scale)
         self._to_rows = getattr(impl, "to_rows", lambda v: v)
-        self._state = None   # (z, unscaled value) of the tree's state
+        self._levels = (impl.level, impl.nlev, impl.order, impl.indptr)
+        self._margin = float(impl.margin)
+        n_rows = int(np.sum(impl.nlev))
+        # two buffers each for the all-active state's dz and kappa: the
+        # line search's previous point stays readable
+        self._bufs = [(np.empty(self.n_docs), np.empty(n_rows)),
+                      (np.empty(self.n_docs), np.empty(n_rows))]
+        # (z, unscaled value, (dz, kappa) or None) of the last evaluated
+        # point; None when the tree holds that state (impl.dz is its dz)
+        self._state = None
+        self._coef = None     # c_i, N (lazy: first all-active gradient)
+        self._N = None
+        self._gcols = {}      # j -> G_j
+        self._h = None        # (z, X^T (c * z))
 
     def columns(self, idx):
         cols = self.X[:, idx]
@@ -793,58 +834,140 @@ class _TreeScoreSpace:
         Lw = float(self.loss.fun(w))
         gL = np.asarray(self.loss.grad(w), dtype=np.float64)
         z = np.array(self.impl.z, dtype=np.float64)
-        self._state = (z, Lw / self.scale)
+        self._state = (z, Lw / self.scale, None)
         return Lw, gL, z
+
+    def _evaluate(self, z):
+        """Make ``z`` the state; return the unscaled value."""
+        level, nlev, order, indptr = self._levels
+        if self._state is not None and self._state[2] is self._bufs[0]:
+            self._bufs.reverse()
+        dz, kappa = bufs = self._bufs[0]
+        value = _k.all_active_value_dz(z, level, nlev, order, indptr,
+                                       self._margin, dz, kappa)
+        if value >= 0.0:
+            self._state = (z, float(value), bufs)
+        else:
+            value = float(self.impl.value(z))
+            self.impl.adopt(z)
+            self._state = (z, value, None)
+        return self._state[1]
+
+    def _dz(self):
+        bufs = self._state[2]
+        return self.impl.dz if bufs is None else bufs[0]
+
+    def _all_active(self):
+        return self._state is not None and self._state[2] is not None
+
+    def _hess_dz(self, u):
+        """``2 A^T A u`` with the active set of the state."""
+        if self._all_active():
+            out = np.empty(self.n_docs)
+            _k.all_active_hess_dz(u, *self._levels, out)
+            return out
+        return self.impl.hess_dz(u)
+
+    def _curvature(self, u):
+        """``u^T 2 A^T A u`` with the active set of the state."""
+        if self._all_active():
+            return _k.all_active_curvature(u, *self._levels)
+        return float(u @ self.impl.hess_dz(u))
+
+    def _level_data(self):
+        if self._coef is None:
+            level, nlev, order, indptr = self._levels
+            coef = np.empty(self.n_docs)
+            rows = np.empty(self.n_docs, dtype=np.int64)
+            n_rows = _k.level_weights(level, nlev, order, indptr, coef, rows)
+            import scipy.sparse as sp
+
+            R = sp.csr_matrix((np.ones(self.n_docs), rows,
+                               np.arange(self.n_docs + 1)),
+                              shape=(self.n_docs, n_rows))
+            self._N = np.asarray(R.T @ self.X, dtype=np.float64)
+            self._coef = coef
+        return self._coef, self._N
+
+    def _gcol(self, j):
+        g = self._gcols.get(j)
+        if g is None:
+            coef, _ = self._level_data()
+            g = np.asarray(self.X.T @ (coef * self.column(j)), dtype=np.float64)
+            self._gcols[j] = g
+        return g
 
     def value_grad(self, z):
         if self._state is None or self._state[0] is not z:
-            value, _ = self.impl.value_dz(z)
-            self._state = (z, float(value))
-        grad = np.asarray(self.X.T @ self.impl.dz, dtype=np.float64).ravel()
+            self._evaluate(z)
+        if self._all_active() and not self.sparse:
+            coef, N = self._level_data()
+            if self._h is None or self._h[0] is not z:
+                self._h = (z, np.asarray(self.X.T @ (coef * z), dtype=np.float64))
+            grad = 2.0 * (self._h[1] + N.T @ self._state[2][1])
+        else:
+            grad = np.asarray(self.X.T @ self._dz(), dtype=np.float64).ravel()
         return self.scale * self._state[1], self.scale * grad
 
     def hessian(self, idx):
-        """Generalised Hessian block ``H_SS`` at the tree's state."""
+        """Generalised Hessian block ``H_SS`` at the state."""
         U = np.asfortranarray(self.columns(idx), dtype=np.float64)
         HU = np.empty_like(U, order="F")
         for col in range(U.shape[1]):
-            HU[:, col] = self.impl.hess_dz(U[:, col])
+            HU[:, col] = self._hess_dz(U[:, col])
         return self.scale * (U.T @ HU)
 
-    def line_search(self, z, u, dpsi0):
+    def line_search(self, z, u, dpsi0, image=None):
         """A minimiser ``t`` on [0, 1] of ``L(z + t u)``, ``L'(0) = dpsi0``.
 
-        Returns ``(t, z_new, n_eval)`` with the tree's state at
-        ``z_new = z + t u``.  The state must be at ``z`` on entry.
+        Returns ``(t, z_new, n_eval)`` with the state at ``z_new = z + t u``.
+        The state must be at ``z`` on entry.  ``image = (alpha, idx,
+        beta)`` says ``u = alpha z + X[:, idx] @ beta``, so that ``h``
+        follows the step where every pair is active at both ends.  While
+        ``h`` stands in for ``X^T dz``, ``psi'(0)`` is taken on the scores,
+        ``dz^T u`` (when negative), not from the caller's ``dpsi0`` (from
+        the gap): the same number up to rounding, but in the arithmetic of
+        the slopes Newton then meets, so that its first step, exact on a
+        quadratic, passes the test ``|psi'| <= rtol |psi'(0)|``.
         """
-        impl, scale, loss = self.impl, self.scale, self.loss
+        scale, loss = self.scale, self.loss
         last = {}
 
         def dphi(t):
             zt = z + t * u
-            value = impl.value(zt)
-            impl.adopt(zt)
-            last.update(t=t, z=zt, value=float(value))
-            return check_finite(scale * float(impl.dz @ u), "FenchelRank",
+            value = self._evaluate(zt)
+            last.update(t=t, z=zt, value=value)
+            return check_finite(scale * float(self._dz() @ u), "FenchelRank",
                                 "the line-search slope psi'(mu)", loss)
 
         def d2phi():
-            return check_finite(scale * float(u @ impl.hess_dz(u)),
-                                "FenchelRank",
+            return check_finite(scale * self._curvature(u), "FenchelRank",
                                 "the line-search curvature psi''(mu)", loss)
 
+        h = self._h if self._all_active() else None
+        if h is not None:
+            zs = scale * float(self._dz() @ u)
+            if zs < 0:
+                dpsi0 = zs
         t, n_eval = newton_linesearch(dphi, d2phi, dpsi0, d2phi())
         check_finite(t, "FenchelRank", "the step mu", loss)
         if not last or last["t"] != t:
-            if t == 0.0 and self._state is not None and self._state[0] is z:
+            if t == 0.0:
                 if last:    # back to the state at z
-                    impl.value(z)
-                    impl.adopt(z)
+                    self._evaluate(z)
                 return t, z, n_eval
             dphi(t)    # the corrected Newton point: one more sweep
             n_eval += 1
-        self._state = (last["z"], last["value"])
-        return t, last["z"], n_eval
+        z_new = last["z"]
+        self._h = None
+        if (image is not None and h is not None and h[0] is z
+                and self._all_active() and not self.sparse):
+            alpha, idx, beta = image
+            step = alpha * h[1]
+            for i, b in zip(idx, beta):
+                step = step + b * self._gcol(int(i))
+            self._h = (z_new, h[1] + t * step)
+        return t, z_new, n_eval
 
 
 #: Longest Newton step (in units of the Newton direction) the face step's
@@ -1072,21 +1195,28 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
 
         n_ls = 0
         if space is not None:
+            # u = X d = alpha z + X[:, idx] beta (image, for the tree space)
             if kind == "pairwise":
                 u = d[j] * space.column(j)
+                image = (0.0, [j], [d[j]])
                 if k >= 0 and k != j:
                     u = u + d[k] * space.column(k)
+                    image = (0.0, [j, k], [d[j], d[k]])
             elif kind == "fw":
                 u = s * space.column(j) - z
+                image = (-1.0, [j], [s])
             elif kind == "away":
                 u = m * z
+                image = (m, [], [])
                 if k >= 0:
                     u = u - (m * sk) * space.column(k)
+                    image = (m, [k], [-m * sk])
             else:
                 S = np.flatnonzero(d)
                 u = np.asarray(space.columns(S) @ d[S], dtype=np.float64)
+                image = (0.0, S, d[S])
             if tree is not None:
-                t, z_new, n_ls = space.line_search(z, u, -slope / r2)
+                t, z_new, n_ls = space.line_search(z, u, -slope / r2, image)
             else:
                 c = space.exact_step(z, u)
                 check_finite(float(c @ c), "FenchelRank",
