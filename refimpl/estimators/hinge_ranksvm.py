@@ -17,7 +17,7 @@ __all__ = ["HingeRankSVM"]
 class HingeRankSVM(_LinearRanker):
     """L1-hinge linear RankSVM with SVMrank's ``C``, by 1-slack cutting planes.
 
-    Minimises eq. (7.h1) of the book, the problem of Joachims' ``svm_rank``
+    Minimises eq. (7.11) of the book, the problem of Joachims' ``svm_rank``
     (``svm_rank_learn -c C``, default loss ``-l 1``, margin rescaling),
 
     .. math::

@@ -1,7 +1,7 @@
 """The cutting-plane dual: a quadratic over a scaled simplex, by SMO.
 
 ``min_a  a^T G a / 2 - b^T a  s.t.  a >= 0, sum(a) = C`` with ``G`` a
-positive semidefinite Gram matrix of the cutting planes (eq. (7.h5) of the
+positive semidefinite Gram matrix of the cutting planes (eq. (7.14) of the
 book).  Sequential minimal optimisation: each step moves mass between two
 coordinates, from ``j`` (``a_j > 0``, largest gradient by the second-order
 rule of Fan, Chen & Lin 2005) to ``i`` (smallest gradient), with the exact

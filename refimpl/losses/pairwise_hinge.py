@@ -2,7 +2,7 @@
 
 For scores ``z = X w`` and the preference pairs of each query
 (``q_i = q_j``, ``y_i > y_j``), the loss of Joachims' SVMrank (the sum of
-slacks of its n-slack problem, eq. (7.h1) of the book) is
+slacks of its n-slack problem, eq. (7.11) of the book) is
 
 .. math::
 
@@ -20,11 +20,11 @@ Lee & Lin 2014, eqs. 14-17, at margin 1),
     L(w) = \\sum_i l_i^- - \\sum_i (l_i^- - l_i^+) z_i, \\qquad
     \\partial L(w) \\ni -X^T (l^- - l^+),
 
-and ``(X^T (l^- - l^+), sum_i l_i^-)`` is the most violated constraint of the
-1-slack problem (eq. (7.h3)).  The counts come from the order-statistic
-(selection) tree kernel of :mod:`refimpl.kernels.ostree`, so one pass costs
-a sort of each query by score plus O(l log k) (k: levels of a query), never
-the pairs.
+and ``(X^T (l^- - l^+), sum_i l_i^-) / n`` is the most violated constraint
+of the 1-slack problem (eq. (7.13) of the book).  The counts come from the
+order-statistic (selection) tree kernel of :mod:`refimpl.kernels.ostree`,
+so one pass costs a sort of each query by score plus O(l log k) (k: levels
+of a query), never the pairs.
 
 Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
 """

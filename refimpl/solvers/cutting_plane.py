@@ -1,24 +1,26 @@
 """The 1-slack cutting-plane method of SVMrank (Joachims 2006).
 
 Minimises the L1-hinge RankSVM objective with SVMrank's scaling of ``C``
-(eq. (7.h1) of the book),
+(eq. (7.11) of the book),
 
 .. math::
 
     P(w) = \\tfrac12 \\|w\\|^2 + \\frac{C}{n} \\sum_{(i, j) \\in P}
         \\max(0, 1 - w^T (x_i - x_j)),
 
-``n`` the number of training queries, through its 1-slack form (eq. (7.h3)):
+``n`` the number of training queries, through its 1-slack form (eq. (7.12)):
 ``min 1/2 ||w||^2 + C xi`` subject to ``xi >= b_k - a_k^T w`` for the cutting
 planes ``(a_k, b_k)`` found so far, plus ``xi >= 0``.  Each iteration
 
 1. evaluates ``P`` at the current ``w`` and finds the most violated
-   constraint ``a = X^T (l^- - l^+) / n``, ``b = sum_i l_i^- / n`` in
-   O(l log l) (:class:`refimpl.losses.pairwise_hinge.PairwiseHinge`);
+   constraint (eq. (7.13)) ``a = X^T (l^- - l^+) / n``,
+   ``b = sum_i l_i^- / n`` in O(l log l)
+   (:class:`refimpl.losses.pairwise_hinge.PairwiseHinge`);
 2. adds it to the working set and solves the dual of the working-set
-   problem (eq. (7.h5)), ``max b^T alpha - ||A^T alpha||^2 / 2`` over
+   problem (eq. (7.14)), ``max b^T alpha - ||A^T alpha||^2 / 2`` over
    ``alpha >= 0, sum alpha = C`` (the plane ``(0, 0)`` stands for
-   ``xi >= 0``), by SMO (:func:`refimpl.kernels.simplex_qp.simplex_qp`);
+   ``xi >= 0``), by an active-set method exact to rounding, with SMO
+   (:func:`refimpl.kernels.simplex_qp.simplex_qp`) as the fallback;
 3. sets ``w = A^T alpha``.
 
 Every dual value ``D(alpha)`` is a lower bound on ``min P`` (the working
@@ -76,8 +78,30 @@ def _grow(A, b, G, alpha):
     return A2, b2, G2, alpha2
 
 
+def _kkt_solve(K, rhs):
+    """``(sol, resid, scale)`` of ``K sol = rhs``: LU first, least squares if singular."""
+    for attempt in ("lu", "lstsq"):
+        if attempt == "lu":
+            try:
+                with np.errstate(all="ignore"):
+                    sol = np.linalg.solve(K, rhs)
+            except np.linalg.LinAlgError:
+                continue
+        else:
+            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        if not np.all(np.isfinite(sol)):
+            continue
+        resid = K @ sol - rhs
+        scale = 1.0 + np.abs(rhs).max() + np.abs(K).max() * np.abs(sol).max()
+        if attempt == "lstsq" or np.abs(resid).max() <= 1e-10 * scale:
+            return sol, resid, scale
+    sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+    resid = K @ sol - rhs
+    return sol, resid, 1.0 + np.abs(rhs).max() + np.abs(K).max() * np.abs(sol).max()
+
+
 def _active_set(G, b, alpha, m, qp_tol, max_steps):
-    """Primal active-set method for eq. (7.h5) from the feasible ``alpha``.
+    """Primal active-set method for eq. (7.14) from the feasible ``alpha``.
 
     The free set ``F`` starts as the support of ``alpha``.  Each step solves
     the equality-constrained problem on ``F`` (``G_FF a_F - b_F = nu 1``,
@@ -101,9 +125,7 @@ def _active_set(G, b, alpha, m, qp_tol, max_steps):
         K[:k, k] = -1.0
         K[k, :k] = 1.0
         rhs = np.append(bm[idx], total)
-        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        resid = K @ sol - rhs
-        scale = 1.0 + np.abs(rhs).max() + np.abs(K).max() * np.abs(sol).max()
+        sol, resid, scale = _kkt_solve(K, rhs)
         if np.abs(resid).max() <= 1e-10 * scale:
             p = sol[:k] - alpha[idx]
         else:  # unbounded along a null direction: go to the first bound
@@ -138,7 +160,7 @@ def _active_set(G, b, alpha, m, qp_tol, max_steps):
 
 
 def _solve_working_set(G, b, alpha, m, qp_tol):
-    """``alpha`` optimal for eq. (7.h5) to within ``C qp_tol``; returns steps.
+    """``alpha`` optimal for eq. (7.14) to within ``C qp_tol``; returns steps.
 
     The active-set method (:func:`_active_set`) from the previous solution,
     which is exact up to rounding; if it stalls (degenerate planes) or ends
@@ -154,7 +176,7 @@ def _solve_working_set(G, b, alpha, m, qp_tol):
 
 def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
                           verbose=False):
-    """Minimise eq. (7.h1) by the 1-slack cutting-plane method.
+    """Minimise eq. (7.11) by the 1-slack cutting-plane method.
 
     Parameters
     ----------
@@ -163,7 +185,7 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
     C : float
         SVMrank's ``-c`` (> 0); the loss is weighted by ``C / n_queries``.
     n_queries : int
-        ``n`` of eq. (7.h1): every training query, with or without pairs
+        ``n`` of eq. (7.11): every training query, with or without pairs
         (SVMrank's number of rankings).
     tol : float, default 1e-6
         Stop when ``P(w_best) - D(alpha) <= tol * P(w_best)``.
