@@ -340,6 +340,30 @@ def test_fsmrank_estimator_matches_cvxpy(importance, similarity):
     np.testing.assert_allclose(m.coef_, m.coef2_[:d] - m.coef2_[d:])
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_fsmrank_on_raw_scale_columns_matches_cvxpy(seed):
+    """Columns beyond [-1, 1]: the fit runs in u with w = D u (an equivalent
+    problem) and still solves eq. 1 on the data as given."""
+    from refimpl.estimators.fsmrank import _column_scales
+
+    X, y, qid = small(50 + seed)
+    scales = np.random.default_rng(seed).choice([1.0, 0.5, 7.0, 60.0, 300.0],
+                                                size=X.shape[1])
+    X = X * scales
+    assert _column_scales(X) is not None
+    lam1, lam2 = 0.5, 0.02
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m = FSMRank(lambda1=lam1, lambda2=lam2, tol=1e-13,
+                    max_iter=200000).fit(X, y, qid)
+    K = pair_difference_matrix(X, y, qid)
+    _, F1_star = cvxpy_eq1(K, m.similarity_, m.importance_, lam1, lam2)
+    F1 = eq1_objective(K, m.similarity_, m.importance_, lam1, lam2, m.coef_)
+    assert m.converged_
+    assert abs(F1 - F1_star) <= 1e-6 * max(1.0, abs(F1_star))
+    assert abs(m.objective_ - F1) <= 1e-9 * max(1.0, abs(F1))
+
+
 def test_fsmrank_paper_line_search_and_stopping_rule():
     X, y, qid = small(41)
     m = FSMRank(lambda1=1.0, lambda2=0.01, tol=1e-4).fit(X, y, qid)
