@@ -497,6 +497,58 @@ def test_sort_by_score_ties_and_nan_both_paths(m):
         np.testing.assert_array_equal(perm, np.argsort(z, kind="stable"))
 
 
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(1, kos.RADIX_MIN + 600), min_size=1, max_size=3),
+       st.integers(0, 2**31 - 1),
+       st.sampled_from(["random", "ties", "signed zeros", "non-finite",
+                        "one binade", "clustered"]),
+       st.sampled_from(["random", "near", "reversed"]))
+def test_sort_from_radix_path_is_the_stable_sort(sizes, seed, kind, start):
+    """Queries of RADIX_MIN documents or more that the insertion sort from
+    the previous order gives up on go to the LSD radix sort: the same
+    permutation as sort_by_score (ties in ``order``'s order, -0.0 equal to
+    0.0, NaN last), compiled and as Python."""
+    rng = np.random.default_rng(seed)
+    sizes = [max(s, kos.RADIX_MIN) if i == 0 else s
+             for i, s in enumerate(sizes)]
+    n = sum(sizes)
+    qid = np.repeat(np.arange(len(sizes)), sizes)[rng.permutation(n)]
+    z = rng.standard_normal(n)
+    if kind == "ties":
+        z = rng.integers(-3, 4, n).astype(float)
+    elif kind == "signed zeros":
+        z = rng.choice([-0.0, 0.0, 1.0, -1.0], size=n)
+    elif kind == "non-finite":
+        z[rng.random(n) < 0.05] = np.nan
+        z[rng.random(n) < 0.05] = np.inf
+        z[rng.random(n) < 0.05] = -np.inf
+    elif kind == "one binade":   # sign and exponent bits equal: passes skipped
+        z = 1.0 + rng.random(n)
+    elif kind == "clustered":
+        z = 1e8 + 1e-6 * rng.standard_normal(n)
+    g = group_queries(qid)
+    ref = np.empty(n, np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, ref)
+    prev = g.order.copy()
+    for q in range(len(g.indptr) - 1):
+        sl = slice(g.indptr[q], g.indptr[q + 1])
+        if start == "random":
+            prev[sl] = rng.permutation(prev[sl])
+        elif start == "reversed":
+            prev[sl] = ref[sl][::-1]
+        else:   # the sort of scores one Frank-Wolfe step away
+            zz = 0.9 * np.nan_to_num(z) + 0.1 * rng.random(n)
+            prev[sl] = prev[sl][np.argsort(zz[prev[sl]], kind="stable")]
+    pos = np.empty(n, np.int64)
+    pos[g.order] = np.arange(n)
+    zb = np.empty(int(np.diff(g.indptr).max()))
+    for f in (kos.sort_by_score_from, kos.sort_by_score_from.py_func):
+        perm = np.full(n, -1, np.int64)
+        f(z, g.order, g.indptr, pos, prev, perm, zb)
+        np.testing.assert_array_equal(perm, ref)
+
+
 # --------------------------------------------------------------------------
 # the loss backend vs explicit pairs
 # --------------------------------------------------------------------------

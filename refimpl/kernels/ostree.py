@@ -170,6 +170,87 @@ def _sort_query(z, order, lo, hi, perm, zb):
         perm[lo + b + 1] = j
 
 
+#: From this many documents on, a query whose insertion sort from the
+#: previous order meets more than :data:`RADIX_MOVES` moves per document is
+#: sorted by :func:`_radix_query` (a stable LSD radix sort, O(l_q)), not
+#: from scratch by the comparison sort.
+RADIX_MIN = 1024
+
+#: Insertion-sort moves per document before a query of at least
+#: :data:`RADIX_MIN` documents gives up on the previous order.
+RADIX_MOVES = 8
+
+_RADIX_BITS = 11
+_RADIX_PASSES = 6          # 6 x 11 >= 64 bits
+_RADIX_BUCKETS = 1 << _RADIX_BITS
+
+
+@njit(cache=True)
+def _radix_query(z, order, lo, hi, perm, fkeys, keys2, idx1, idx2, count):
+    """Sort ``order[lo:hi]`` by score into ``perm[lo:hi]``: stable LSD radix sort.
+
+    Keys: the bits of ``z + 0.0`` (``-0.0`` becomes ``0.0``) as unsigned
+    integers in the order of :func:`_lt` (negative scores' bits inverted,
+    the sign bit of the others set, NaN last).  The documents start in
+    ``order`` and every pass is stable, so equal keys keep their order
+    there: the permutation of :func:`_sort_query`.  Digits of
+    :data:`_RADIX_BITS` bits; a digit equal for every document (the sign
+    and exponent bits of scores in one binade, say) costs no pass.
+    Scratch: ``fkeys`` (float64), ``keys2`` (uint64), ``idx1``, ``idx2``
+    of at least ``hi - lo`` entries, ``count`` of
+    ``_RADIX_PASSES * _RADIX_BUCKETS``.
+    """
+    n = hi - lo
+    mask = np.uint64(_RADIX_BUCKETS - 1)
+    top = np.uint64(0x8000000000000000)
+    for a in range(n):
+        fkeys[a] = z[order[lo + a]] + 0.0
+        idx1[a] = order[lo + a]
+    keys = fkeys[:n].view(np.uint64)
+    count[:] = 0
+    for a in range(n):
+        if np.isnan(fkeys[a]):
+            k = np.uint64(0xFFFFFFFFFFFFFFFF)
+        else:
+            k = keys[a]
+            k = ~k if k & top else k | top
+        keys[a] = k
+        for p in range(_RADIX_PASSES):
+            d = (k >> np.uint64(p * _RADIX_BITS)) & mask
+            count[p * _RADIX_BUCKETS + d] += 1
+    src_k = keys
+    dst_k = keys2[:n]
+    src_i = idx1[:n]
+    dst_i = idx2[:n]
+    for p in range(_RADIX_PASSES):
+        base = p * _RADIX_BUCKETS
+        skip = False
+        for d in range(_RADIX_BUCKETS):
+            c = count[base + d]
+            if c != 0:
+                skip = c == n
+                break
+        if skip:
+            continue
+        total = 0
+        for d in range(_RADIX_BUCKETS):
+            c = count[base + d]
+            count[base + d] = total
+            total += c
+        shift = np.uint64(p * _RADIX_BITS)
+        for a in range(n):
+            k = src_k[a]
+            d = base + np.int64((k >> shift) & mask)
+            b = count[d]
+            count[d] = b + 1
+            dst_k[b] = k
+            dst_i[b] = src_i[a]
+        src_k, dst_k = dst_k, src_k
+        src_i, dst_i = dst_i, src_i
+    for a in range(n):
+        perm[lo + a] = src_i[a]
+
+
 @njit(cache=True)
 def sort_by_score_from(z, order, indptr, pos, prev, perm, zb):
     """:func:`sort_by_score`, starting from a previous order of each query.
@@ -183,20 +264,36 @@ def sort_by_score_from(z, order, indptr, pos, prev, perm, zb):
     stable sort's unique permutation) whatever ``prev`` was.  A query whose
     insertion sort would move more than ``4 l_q (log2 l_q + 1) + 64``
     times is sorted from scratch instead (:func:`_sort_query`), which
-    bounds the cost at a few times the plain sort's.  ``zb``: scratch of the
-    longest query's length.
+    bounds the cost at a few times the plain sort's; from
+    :data:`RADIX_MIN` documents on, more than :data:`RADIX_MOVES` moves
+    per document send it to the radix sort (:func:`_radix_query`, the same
+    permutation in O(l_q)).  ``zb``: scratch of the longest query's length.
 
     Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
+    lmax = 0
+    for q in range(len(indptr) - 1):
+        lmax = max(lmax, indptr[q + 1] - indptr[q])
+    nr = lmax if lmax >= RADIX_MIN else 0
+    fkeys = np.empty(nr)
+    keys2 = np.empty(nr, dtype=np.uint64)
+    idx1 = np.empty(nr, dtype=np.int64)
+    idx2 = np.empty(nr, dtype=np.int64)
+    count = np.empty(_RADIX_PASSES * _RADIX_BUCKETS if nr else 0,
+                     dtype=np.int64)
     for q in range(len(indptr) - 1):
         lo = indptr[q]
         hi = indptr[q + 1]
         n = hi - lo
-        budget = 64
-        m = n
-        while m > 0:
-            budget += 4 * n
-            m //= 2
+        radix = n >= RADIX_MIN
+        if radix:
+            budget = RADIX_MOVES * n
+        else:
+            budget = 64
+            m = n
+            while m > 0:
+                budget += 4 * n
+                m //= 2
         moves = 0
         for a in range(n):
             j = prev[lo + a]
@@ -216,7 +313,11 @@ def sort_by_score_from(z, order, indptr, pos, prev, perm, zb):
             if moves > budget:
                 break
         if moves > budget:
-            _sort_query(z, order, lo, hi, perm, zb)
+            if radix:
+                _radix_query(z, order, lo, hi, perm, fkeys, keys2, idx1, idx2,
+                             count)
+            else:
+                _sort_query(z, order, lo, hi, perm, zb)
 
 
 @njit(cache=True)
