@@ -69,13 +69,12 @@ class HingeRankSVM(_LinearRanker):
         ``P(coef_) - D(alpha)``, a bound on ``P(coef_) - min P``.
     history_ : dict of ndarray
         Per iteration: ``f``, ``f_best``, ``dual``, ``gap``, ``ceps``,
-        ``n_violated``, ``qp_steps``, ``time``
-        (:func:`refimpl.solvers.cutting_plane.cutting_plane_ranksvm`).
+        ``n_violated``, ``qp_steps``, ``time`` (the solver
+        ``refimpl.solvers.cutting_plane.cutting_plane_ranksvm``).
 
     See Also
     --------
     refimpl.estimators.RankSVM : the squared hinge (L2 loss), TRON.
-    refimpl.solvers.cutting_plane.cutting_plane_ranksvm : the solver.
 
     Examples
     --------
