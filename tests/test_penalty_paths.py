@@ -185,3 +185,30 @@ def test_sparsity_measures_and_run_paths_reject(splits):
         pp.run_paths("synthetic", penalties=("l2",))
     with pytest.raises(ParameterError, match="n_jobs"):
         pp.run_paths("synthetic", n_jobs=0)
+
+
+def test_committed_paths_agree_with_the_runner_tables():
+    """results/MQ2008/penalty_paths.csv on the registry's grid is the runner's
+    grid: the same selections as selected.csv, the same number of features
+    as tasks.csv, test MAP within the runner tables' tolerance (5e-3; the
+    l1 path is warm-started, the runner's fits are cold)."""
+    import json
+
+    from refimpl.experiments.report import read_csv
+    from refimpl.experiments.snapshots import ROOT
+    rows = pp.load_paths()
+    assert len(rows) == len(pp.PENALTY_METHODS) * 5 * len(pp.PATH_CS)
+    base = ROOT / "results" / "MQ2008"
+    tasks = {(t["method"], t["fold"], json.loads(t["params"])["C"]): t
+             for t in read_csv(base / "tasks.csv")
+             if t["method"] in pp.PENALTY_METHODS.values()}
+    for r in rows:
+        if r["registry"]:
+            t = tasks[r["method"], r["fold"], r["C"]]
+            assert r["nnz"] == t["nnz"]
+            assert abs(r["test_MAP"] - t["test_MAP"]) <= 5e-3
+    chosen = pp.select_by_validation(rows)
+    for s in read_csv(base / "selected.csv"):
+        if s["method"] in pp.PENALTY_METHODS.values():
+            pen = s["method"].removeprefix("ranksvm-")
+            assert chosen[pen, s["fold"]]["C"] == json.loads(s["params"])["C"]
