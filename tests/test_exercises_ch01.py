@@ -169,7 +169,7 @@ def test_exception_is_reported():
     assert not res.passed and "ZeroDivisionError" in res.message
 
 
-# ---------------------------------------------------------------- query-level normalisation
+# ---------------------------------------------------------------- query-level norm
 
 def qnorm_loop(X, qid, *, whole=False, no_min=False, const=None,
                runs=False, inplace=False):
