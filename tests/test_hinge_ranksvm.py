@@ -210,3 +210,19 @@ def test_max_iter_warns():
     with pytest.warns(ConvergenceWarning, match="max_iter = 2 reached"):
         model = HingeRankSVM(C=10.0, max_iter=2).fit(X, y, qid)
     assert not model.converged_
+
+
+@pytest.mark.parametrize("line_search", [False, True, "auto"])
+def test_line_search_variants_reach_the_optimum(line_search):
+    _, X, y, qid = random_ranking(7, n=60, d=5, n_queries=4, levels=3)
+    model = HingeRankSVM(C=30.0, tol=1e-9, line_search=line_search,
+                         max_iter=3000).fit(X, y, qid)
+    ref = cvx_optimum(X, y, qid, 30.0)
+    assert model.converged_
+    assert abs(primal(model.coef_, X, y, qid, 30.0) - ref) <= 1e-6 * ref
+
+
+def test_line_search_parameter_checked():
+    _, X, y, qid = random_ranking(0)
+    with pytest.raises(ParameterError, match="'line_search' parameter"):
+        HingeRankSVM(line_search="yes").fit(X, y, qid)

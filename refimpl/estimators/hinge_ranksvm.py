@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._compat.sklearn_params import StrOptions
 from .._validation import check_fit_input, reset_fitted
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
@@ -41,7 +42,8 @@ class HingeRankSVM(_LinearRanker):
 
     The solver is the 1-slack cutting-plane method (Joachims 2006) with an
     exact most-violated constraint in O(l log l) per query and an exact
-    working-set QP; it stops on the duality gap
+    working-set QP, after 50 planes with OCAS's line search (Franc &
+    Sonnenburg 2009); it stops on the duality gap
     ``P(w) - D(alpha) <= tol * P(w)`` (``svm_rank`` stops instead when the
     new plane is violated by at most ``-e`` = 0.001 times the mean number
     of pairs per query, a gap of ``C`` times that).
@@ -54,6 +56,9 @@ class HingeRankSVM(_LinearRanker):
         Relative duality gap at the stop (> 0).
     max_iter : int, default 1000
         Maximum number of cutting planes.
+    line_search : {"auto"} or bool, default "auto"
+        OCAS's line search between planes: ``True`` always, ``False`` never
+        (SVMrank's plain loop), ``"auto"`` after the first 50 planes.
     verbose : bool, default False
         One line per cutting plane.
 
@@ -94,13 +99,16 @@ class HingeRankSVM(_LinearRanker):
         "C": [POSITIVE],
         "tol": [POSITIVE],
         "max_iter": [COUNT],
+        "line_search": [StrOptions({"auto"}), "boolean"],
         "verbose": ["boolean"],
     }
 
-    def __init__(self, C=1.0, tol=1e-6, max_iter=1000, verbose=False):
+    def __init__(self, C=1.0, tol=1e-6, max_iter=1000, line_search="auto",
+                 verbose=False):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.line_search = line_search
         self.verbose = verbose
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
@@ -126,13 +134,22 @@ class HingeRankSVM(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        problem = check_fit_input(self, X, y, qid)
+        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+
+    def _fit(self, problem, stacklevel=3):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
+
+        For pipelines (LifeRank's second stage) that hold the data checked
+        and grouped once; the caller sets ``n_features_in_`` and
+        ``n_queries_in_`` as :class:`RankSVM`'s ``_fit`` expects.
+        """
         n_queries = problem.n_queries            # SVMrank's n: every query
         support, columns = problem.pair_support()
         loss = PairwiseHinge(support)
         result = cutting_plane_ranksvm(loss, float(self.C), n_queries,
                                        tol=float(self.tol),
                                        max_iter=int(self.max_iter),
+                                       line_search=self.line_search,
                                        verbose=bool(self.verbose))
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("HingeRankSVM produced non-finite coefficients")
@@ -152,5 +169,5 @@ class HingeRankSVM(_LinearRanker):
                 "w = 0 minimises the L1-hinge RankSVM only when no preference "
                 f"pair exists or the pairs' differences cancel (|P| = "
                 f"{loss.n_pairs})",
-                parameter="C", value=float(self.C), stacklevel=3)
+                parameter="C", value=float(self.C), stacklevel=stacklevel)
         return self

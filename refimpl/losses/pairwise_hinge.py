@@ -94,9 +94,21 @@ class PairwiseHinge:
                                 self._gp, self._gm)
         return self._lp, self._lm
 
+    def value(self, z):
+        """``L`` at the scores ``z`` (one sort and sweep)."""
+        lp, lm = self.counts(z)
+        n_violated = int(lm.sum())
+        if not n_violated:
+            return 0.0
+        return max(float(n_violated - (lm - lp).astype(np.float64) @ z), 0.0)
+
     def risk(self, w):
-        """``(L(w), c, n_violated)``: value, ``c = l^- - l^+``, violated pairs."""
+        """``(L(w), c, n_violated)``: value, ``c = l^- - l^+``, violated pairs.
+
+        The scores ``X w`` stay in :attr:`last_scores`.
+        """
         z = self.scores(w)
+        self.last_scores = z
         lp, lm = self.counts(z)
         c = (lm - lp).astype(np.float64)
         n_violated = int(lm.sum())

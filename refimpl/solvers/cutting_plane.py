@@ -56,6 +56,14 @@ _HISTORY_KEYS = ("f", "f_best", "dual", "gap", "ceps", "n_violated",
 #: The working-set QP is solved until ``C viol`` is this fraction of the
 #: absolute gap the outer loop must reach (so its error never decides the stop).
 QP_FRACTION = 1e-3
+#: Where OCAS takes the next plane, between the best point and the
+#: working-set solution (Franc & Sonnenburg's mu).
+OCAS_MU = 0.1
+#: Relative width of the bracket at which the line search stops (it only
+#: moves the best point; the certificate never depends on it).
+LS_RTOL = 1e-3
+#: ``line_search="auto"`` turns OCAS on after this many plain planes.
+LS_AUTO_AFTER = 50
 #: SMO steps allowed per working-set solve.
 QP_MAX_STEPS = 200_000
 
@@ -174,8 +182,54 @@ def _solve_working_set(G, b, alpha, m, qp_tol):
     return steps + int(more)
 
 
+def _line_search(loss, C_n, w, v, z, u, P_w):
+    """``t >= 0`` minimising ``phi(t) = P(w + t v)`` (eq. (7.11)), and ``phi(t)``.
+
+    ``z = X w`` and ``u = X v``.  ``phi`` is convex and piecewise quadratic;
+    its right derivative ``phi'(t) = w^T v + t ||v||^2 - C_n (l^- - l^+)^T u``
+    (counts at the scores ``z + t u``) is non-decreasing, so its sign change
+    is bracketed by doubling and located by regula falsi (Illinois), each
+    evaluation one sort and sweep of the scores, never a pass over ``X``.
+    """
+    wv, vv = float(w @ v), float(v @ v)
+
+    def dphi(t):
+        lp, lm = loss.counts(np.ascontiguousarray(z + t * u))
+        return wv + t * vv - C_n * float((lm - lp) @ u)
+
+    d0 = dphi(0.0)
+    if not d0 < 0 or vv == 0.0:
+        return 0.0
+    lo, dlo, hi = 0.0, d0, 1.0
+    dhi = dphi(hi)
+    while dhi < 0 and hi < 1e6:
+        lo, dlo, hi = hi, dhi, 2.0 * hi
+        dhi = dphi(hi)
+    if dhi < 0:
+        return hi
+    side = 0
+    for _ in range(40):
+        t = hi - dhi * (hi - lo) / (dhi - dlo) if dhi != dlo else 0.5 * (lo + hi)
+        if not lo < t < hi:
+            t = 0.5 * (lo + hi)
+        dt = dphi(t)
+        if dt < 0:
+            lo, dlo = t, dt
+            if side == -1:
+                dhi *= 0.5
+            side = -1
+        else:
+            hi, dhi = t, dt
+            if side == 1:
+                dlo *= 0.5
+            side = 1
+        if hi - lo <= LS_RTOL * hi or dt == 0.0:
+            break
+    return hi if dhi == 0.0 else lo
+
+
 def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
-                          verbose=False):
+                          line_search="auto", verbose=False):
     """Minimise eq. (7.11) by the 1-slack cutting-plane method.
 
     Parameters
@@ -191,6 +245,14 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         Stop when ``P(w_best) - D(alpha) <= tol * P(w_best)``.
     max_iter : int, default 1000
         Maximum number of cutting planes added.
+    line_search : bool or "auto", default "auto"
+        OCAS's variant of the loop (Franc & Sonnenburg 2009): the best point
+        moves by a line search of ``P`` towards each working-set solution,
+        and the next plane is taken at a point between the two (``OCAS_MU``).
+        The same kind of planes, the same dual and the same certificate;
+        far fewer planes when ``C`` is large, at about a dozen sorts and
+        sweeps (no pass over ``X``) per plane.  ``"auto"``: plain cutting
+        planes for the first ``LS_AUTO_AFTER`` planes, then OCAS.
     verbose : bool, default False
         One line per iteration.
 
@@ -220,6 +282,9 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         raise ValueError(f"C must be finite and > 0, got {C!r}")
     if n < 1:
         raise ValueError(f"n_queries must be >= 1, got {n!r}")
+    if line_search not in (True, False, "auto"):
+        raise ValueError(f"line_search must be True, False or 'auto', got "
+                         f"{line_search!r}")
     d = int(loss.n_features)
     cap = min(max_iter + 2, 64)     # grown by doubling (_grow)
     A = np.zeros((cap, d))          # plane 0 is (0, 0): xi >= 0
@@ -229,7 +294,7 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
     alpha[0] = C
     m = 1
     w = np.zeros(d)
-    w_best, f_best = w, math.inf
+    w_best, f_best, z_best = w, math.inf, None
     dual, qp_steps = 0.0, 0
     history = {key: [] for key in _HISTORY_KEYS}
     converged, message, n_iter = False, "", 0
@@ -240,6 +305,7 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         _check(f, "the objective P(w)", loss)
         if f < f_best:
             f_best, w_best = f, w
+            z_best = loss.last_scores
         with np.errstate(over="ignore", invalid="ignore"):  # checked next
             a_new = loss.direction(c) / n
         _check(a_new, "the most violated plane", loss)
@@ -284,6 +350,19 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         w = alpha[:m] @ A[:m]
         dual = float(alpha[:m] @ b[:m]) - 0.5 * float(w @ w)
         _check(dual, "the dual value D(alpha)", loss)
+        if line_search is True or (line_search == "auto"
+                                   and n_iter > LS_AUTO_AFTER):
+            v = w - w_best
+            u = loss.scores(v)
+            _check(u, "the scores of the search direction", loss)
+            t = _line_search(loss, C / n, w_best, v, z_best, u, f_best)
+            if t > 0:
+                w_new = w_best + t * v
+                z_new = loss.scores(w_new)
+                f_new = 0.5 * float(w_new @ w_new) + C / n * loss.value(z_new)
+                if f_new < f_best:
+                    f_best, w_best, z_best = f_new, w_new, z_new
+            w = w_best + OCAS_MU * (w - w_best)
     return SolverResult(
         w=np.array(w_best), n_iter=n_iter, converged=converged,
         history=history, message=message,
