@@ -7,7 +7,7 @@ trust-region radius update with :func:`refimpl.solvers.tron`'s rules
 (``refimpl.solvers.tron._steihaug_cg`` and the constants ``eta0 .. eta2``,
 ``sigma1 .. sigma3`` of LIBLINEAR's ``tron.cpp``); ``check_hinge_plane``
 compares the most violated constraint of SVMrank's 1-slack problem with
-:class:`refimpl.losses.pairwise_hinge.PairwiseHinge`'s.
+``refimpl.losses.pairwise_hinge.PairwiseHinge``'s.
 
 Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 """
@@ -480,7 +480,7 @@ def check_hinge_plane(fn) -> CheckResult:
     violated pairs) / n, over the preference pairs (``q_i = q_j``,
     ``y_i > y_j``) with ``1 - w^T (x_i - x_j) > 0``, and ``n`` the number
     of queries (all of them, as SVMrank counts).  Reference:
-    :class:`refimpl.losses.pairwise_hinge.PairwiseHinge`.
+    ``refimpl.losses.pairwise_hinge.PairwiseHinge``.
 
     Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
     """
