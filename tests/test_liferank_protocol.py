@@ -155,3 +155,13 @@ def test_protocol_csv_beside_the_paper(tables, tmp_path):
     orig = [r for r in got if r["features"] == "Original"
             and r["metric"] == "NDCG@10" and r["ranker"] != "LinReg"]
     assert orig and all(r["paper"] == "0.2284" for r in orig)
+
+
+def test_seed_gains_seed_zero_matches_the_tables(tables, toy_root):
+    """Seed 0 is the protocol's LifeRank: its gain is the tables' gain."""
+    out = lp.seed_gains((0, 1), k=10, folds=(1, 2), dataset=NAME,
+                        root=toy_root)
+    assert out["gain"].shape == (2, 2) and out["seeds"] == [0, 1]
+    want = [g[0] for g in tables["gain"]["SVMrank|10"]]
+    np.testing.assert_allclose(out["gain"][0], want, atol=1e-12)
+    np.testing.assert_allclose(out["life"] - out["original"], out["gain"])
