@@ -34,7 +34,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.ostree import label_levels, sort_by_score, sv_stats_selection_tree
+from ..kernels.ostree import (
+    label_levels,
+    sort_by_score,
+    sort_by_score_from,
+    sv_stats_selection_tree,
+)
 
 __all__ = ["PairwiseHinge", "hinge_counts", "hinge_pairs_naive"]
 
@@ -75,6 +80,11 @@ class PairwiseHinge:
         label_levels(np.ascontiguousarray(problem.y, dtype=np.float64),
                      self._order, self._indptr, self._level, self._nlev)
         self._perm = np.empty(n, dtype=np.int64)
+        self._prev = np.empty(n, dtype=np.int64)
+        self._sorted = False            # _perm holds a previous sort
+        self._pos = np.empty(n, dtype=np.int64)
+        self._pos[self._order] = np.arange(n)
+        self._zb = np.empty(int(np.diff(self._indptr).max(initial=0)))
         self._t = np.zeros(n)
         self._lp = np.empty(n, dtype=np.int64)
         self._lm = np.empty(n, dtype=np.int64)
@@ -87,8 +97,20 @@ class PairwiseHinge:
         return np.ascontiguousarray(np.asarray(self.X @ w, dtype=np.float64).ravel())
 
     def counts(self, z):
-        """``(l^+, l^-)`` at scores ``z`` (views of internal buffers)."""
-        sort_by_score(z, self._order, self._indptr, self._perm)
+        """``(l^+, l^-)`` at scores ``z`` (views of internal buffers).
+
+        Each query is sorted starting from the previous call's order
+        (:func:`~refimpl.kernels.ostree.sort_by_score_from`: the same
+        permutation as a sort from scratch, in about linear time when the
+        scores moved little, as along a line search).
+        """
+        if self._sorted:
+            self._prev, self._perm = self._perm, self._prev
+            sort_by_score_from(z, self._order, self._indptr, self._pos,
+                               self._prev, self._perm, self._zb)
+        else:
+            sort_by_score(z, self._order, self._indptr, self._perm)
+            self._sorted = True
         sv_stats_selection_tree(z, self._t, self._level, self._nlev, self._perm,
                                 self._indptr, 1.0, self._lp, self._lm,
                                 self._gp, self._gm)
