@@ -233,16 +233,21 @@ def test_bdmm_rejects_a_non_finite_start():
         bdmm(Linear([1.0, np.inf]), np.zeros(2), lr=0.1)
 
 
-# liferank_solve warns that the run did not converge before fit raises
+# Before LifeRank fitted on X / max|X|: at 1e200 BDMM warned 'diverged' and
+# predict returned NaN; the Stiefel variant returned converged_ = True after 0
+# iterations.  Now huge features are the fit on X, rescaled.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])
 @pytest.mark.parametrize("scale", [1e100, 1e200])
-def test_liferank_on_overflowing_features_raises(constraint, scale):
-    """Before: at 1e200 BDMM warned 'diverged' and predict returned NaN; the
-    Stiefel variant returned converged_ = True after 0 iterations."""
+def test_liferank_on_huge_features_is_the_fit_on_x(constraint, scale):
+    """LifeRank fits on X / max|X| (chapter 6, eq. lr-scale)."""
     X, y, qid = data()
-    with pytest.raises(NonFiniteError, match=CAUSE):
-        LifeRank(n_components=3, constraint=constraint).fit(X * scale, y, qid)
+    a = LifeRank(n_components=3, constraint=constraint).fit(X, y, qid)
+    b = LifeRank(n_components=3, constraint=constraint).fit(X * scale, y, qid)
+    np.testing.assert_allclose(b.components_, a.components_, rtol=1e-7,
+                               atol=1e-9)
+    np.testing.assert_allclose(b.predict(X * scale), a.predict(X), rtol=1e-7,
+                               atol=1e-9)
 
 
 # --------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def test_tags():
 #: One small grid per estimator (two values of a parameter that matters).
 GRIDS = {
     "RankSVM": {"C": [0.01, 1.0]},
+    "HingeRankSVM": {"C": [0.01, 1.0]},
     "FenchelRank": {"r": [1.0, 4.0]},
     "SparseRankSVM": {"C": [0.01, 0.1]},
     "FSMRank": {"lambda2": [1e-3, 1e-2]},
