@@ -337,14 +337,13 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         # labels and the query grouping are the problem's
         features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),
                                   y=problem.y, qid=problem.qid, groups=problem.groups)
-        if self.ranker == "ranksvm-hinge":
-            # HingeRankSVM has no _fit(problem): it checks X T once more
-            second = HingeRankSVM(C=self.C).fit(features.X, features.y,
-                                                features.qid)
+        if self.ranker == "linreg":
+            second = LinearRegressionRanker()
         else:
-            second = _inner(RankSVM(C=self.C) if self.ranker == "ranksvm"
-                            else LinearRegressionRanker(), features)
-            second._fit(features)
+            second = {"ranksvm": RankSVM,
+                      "ranksvm-hinge": HingeRankSVM}[self.ranker](C=self.C)
+        _inner(second, features)
+        second._fit(features)
         self.liferank_ = life
         self.ranker_ = second
         self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)
