@@ -163,25 +163,27 @@ def build_parser():
 def _print_methods(verbose):
     from .experiments import METHODS
 
+    w = max(len(name) for name in METHODS)      # the column fits every name
     for method in METHODS.values():
         kind = "linear" if method.linear else "non-linear"
-        print(f"{method.name:18s} {kind:10s} select by {method.selection_metric:9s}"
+        print(f"{method.name:{w}s} {kind:10s} select by {method.selection_metric:9s}"
               f" {method.description}")
         if verbose:
-            print(f"{'':18s} grid: {dict(method.grid)}")
-            print(f"{'':18s} fixed: {dict(method.fixed)}")
+            print(f"{'':{w}s} grid: {dict(method.grid)}")
+            print(f"{'':{w}s} fixed: {dict(method.fixed)}")
             print(textwrap.fill("parameters: " + ", ".join(method.ranges),
-                                initial_indent=" " * 19, subsequent_indent=" " * 31,
-                                width=88))
-            print(textwrap.fill(method.grid_source, initial_indent=" " * 19,
-                                subsequent_indent=" " * 19, width=88))
+                                initial_indent=" " * (w + 1),
+                                subsequent_indent=" " * (w + 13), width=88))
+            print(textwrap.fill(method.grid_source, initial_indent=" " * (w + 1),
+                                subsequent_indent=" " * (w + 1), width=88))
 
 
 def _print_summary(result):
-    print(f"{'method':18s}{'NDCG@1':>8s}{'NDCG@3':>8s}{'NDCG@5':>8s}"
+    w = max([len("method")] + [len(s["method"]) + 1 for s in result.summary])
+    print(f"{'method':{w}s}{'NDCG@1':>8s}{'NDCG@3':>8s}{'NDCG@5':>8s}"
           f"{'NDCG@10':>8s}{'MAP':>8s}{'sparsity':>9s}{'time s':>8s}")
     for s in result.summary:
-        print(f"{s['method']:18s}" + "".join(
+        print(f"{s['method']:{w}s}" + "".join(
             f"{s[f'test_{m}_mean']:8.4f}" for m in
             ("NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "MAP"))
             + f"{s['sparsity_mean']:9.3f}{s['fit_time_mean']:8.2f}")
