@@ -162,11 +162,16 @@ def run_full(method, root, out, timeout, workers):
                 break
             if time.perf_counter() > t0 + timeout:
                 proc.terminate()           # the runner ends its cluster on SIGTERM
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
+                grace = time.perf_counter() + 60
+                while True:
+                    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid:
+                        break
+                    if time.perf_counter() > grace:
+                        proc.kill()
+                        pid, status, usage = os.wait4(proc.pid, 0)
+                        break
+                    time.sleep(0.5)
                 break
             time.sleep(0.5)
     wall = time.perf_counter() - t0
@@ -179,12 +184,27 @@ def run_full(method, root, out, timeout, workers):
         with open(base / "selected.csv") as f:
             rows = [r for r in csv.DictReader(f) if r["method"] == method]
         selected = rows[0] if rows else None
+    if not tasks:
+        # stopped before the tables: the fits it finished are in its cache
+        for entry in sorted((base / "cache" / method).glob("*.json")):
+            try:
+                row = json.loads(entry.read_text())["row"]
+            except (OSError, ValueError, KeyError):
+                continue
+            tasks.append({k: str(v) for k, v in row.items()})
     return tasks, selected, usage.ru_maxrss * 1024, wall, status, err_path.read_text()
+
+
+def grid_size(method):
+    """Number of fits of ``method``'s registry grid (one fold)."""
+    from refimpl.experiments.registry import expand_grid, get_method
+
+    return len(expand_grid(get_method(method).grid))
 
 
 def main_full(args, root, methods, out):
     """``--full``: every method's registry grid through the dask runner."""
-    header = (f"{'method':17s} {'fits':>4s} {'ok':>3s} {'conv':>4s} "
+    header = (f"{'method':22s} {'fits':>5s} {'ok':>3s} {'conv':>4s} "
               f"{'fit s sum':>9s} {'fit s max':>9s} {'wall s':>7s} {'peak GB':>7s} "
               f"{'selected setting':40s} {'nnz':>4s} {'NDCG@10':>7s}")
     print(f"--full: each method's registry grid, python -m refimpl run --backend dask "
@@ -205,15 +225,21 @@ def main_full(args, root, methods, out):
                                for k, v in params.items()) or "(none)"
             nnz, ndcg = sel.get("nnz", "-"), _f(sel, "test_NDCG@10", "7.4f")
         else:
-            tail = stderr.strip().splitlines()[-1:] or [f"exit status {status}"]
+            code = os.waitstatus_to_exitcode(status)
+            tail = stderr.strip().splitlines()[-1:] or [
+                f"stopped at the timeout ({args.timeout:.0f} s)" if code < 0
+                or wall >= args.timeout else f"exit status {code}"]
             setting, nnz, ndcg = f"none: {tail[0][:60]}", "-", "-"
-        print(f"{method:17s} {len(tasks):4d} {len(ok):3d} {conv:4d} "
+        n_grid = grid_size(method)
+        fits_col = f"{len(tasks)}/{n_grid}"
+        print(f"{method:22s} {fits_col:>5s} {len(ok):3d} {conv:4d} "
               f"{sum(fits):9.1f} {max(fits, default=float('nan')):9.1f} {wall:7.0f} "
               f"{peak / 2**30:7.2f} {setting:40s} {nnz:>4s} {ndcg:>7s}", flush=True)
         bad = [t for t in tasks if t["status"] != "ok"]
         for t in bad[:3]:
             print(f"  {t['status']}: {t['params']}: {t['error'][:150]}")
-        results.append({"method": method, "n_fits": len(tasks), "n_ok": len(ok),
+        results.append({"method": method, "n_grid": n_grid,
+                        "n_fits": len(tasks), "n_ok": len(ok),
                         "n_converged": conv, "fit_seconds": fits,
                         "fit_seconds_sum": sum(fits), "wall": wall,
                         "peak_bytes": peak, "selected": sel,
@@ -344,15 +370,21 @@ def main(argv=None):
         print(line, flush=True)
         results.append({"method": method, "setting": setting, "peak_bytes": peak,
                         "wall": wall, "row": row})
-    base = next((float(r["row"]["fit_time"]) for r in results
-                 if r["method"] == "ranksvm" and r["row"] and r["row"]["status"] == "ok"),
-                None)
-    if base:
-        print(f"fit time / RankSVM's ({base:.1f} s, same run):")
+    ref = next((r["row"] for r in results
+                if r["method"] == "ranksvm" and r["row"] and r["row"]["status"] == "ok"),
+               None)
+    if ref:
+        # wall time moves with the machine's load while one fit runs; the
+        # fitting thread's CPU time (the runner's cpu_time) much less
+        print(f"fit time / RankSVM's in this run (wall {float(ref['fit_time']):.1f} s, "
+              f"CPU {float(ref['cpu_time']):.1f} s):")
         for r in results:
             if r["row"] and r["row"]["status"] == "ok" and r["method"] != "ranksvm":
-                r["ratio_to_ranksvm"] = float(r["row"]["fit_time"]) / base
-                print(f"  {r['method']:17s} {r['ratio_to_ranksvm']:6.2f}x  "
+                r["ratio_to_ranksvm"] = float(r["row"]["fit_time"]) / float(ref["fit_time"])
+                r["cpu_ratio_to_ranksvm"] = (float(r["row"]["cpu_time"])
+                                             / float(ref["cpu_time"]))
+                print(f"  {r['method']:17s} wall {r['ratio_to_ranksvm']:6.2f}x  "
+                      f"CPU {r['cpu_ratio_to_ranksvm']:6.2f}x  "
                       f"nnz {r['row'].get('nnz')}/{r['row'].get('n_features')}")
     meta = {"queries": args.queries, "seed": args.seed, "real": args.real,
             "mode": "settings", "load_seconds": seconds, "load_peak_bytes": peak,
