@@ -219,6 +219,8 @@ def main_full(args, root, methods, out):
         ok = [t for t in tasks if t["status"] == "ok"]
         fits = [float(t["fit_time"]) for t in ok]
         conv = sum(t["converged"] == "True" for t in ok)
+        # an estimator without a stopping rule (linreg, lambdamart) has none
+        conv_col = f"{conv:4d}" if any(t["converged"] for t in ok) else f"{'-':>4s}"
         if sel is not None:
             params = json.loads(sel["params"])
             setting = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -232,7 +234,7 @@ def main_full(args, root, methods, out):
             setting, nnz, ndcg = f"none: {tail[0][:60]}", "-", "-"
         n_grid = grid_size(method)
         fits_col = f"{len(tasks)}/{n_grid}"
-        print(f"{method:22s} {fits_col:>5s} {len(ok):3d} {conv:4d} "
+        print(f"{method:22s} {fits_col:>5s} {len(ok):3d} {conv_col} "
               f"{sum(fits):9.1f} {max(fits, default=float('nan')):9.1f} {wall:7.0f} "
               f"{peak / 2**30:7.2f} {setting:40s} {nnz:>4s} {ndcg:>7s}", flush=True)
         bad = [t for t in tasks if t["status"] != "ok"]
