@@ -321,6 +321,20 @@ def test_paper_comparison_uses_selected_fold1_and_fixed_settings(first_run):
     assert rows[2]["ours"] == pytest.approx(task["test_NDCG@10"])
 
 
+def test_paper_comparison_selects_the_parameters_a_row_leaves_free(first_run):
+    """A row fixing only some parameters (SVMrank's C after LifeRank at
+    k = 10) gets the runner's selection among its tasks, not their mean:
+    with every parameter free that is the selected model."""
+    _, out = first_run
+    tables = load_results(out / "TINY")
+    paper = [{"dataset": "TINY", "method": m, "paper": "p", "table": "T1",
+              "folds": "1", "params": "{}", "metric": "MAP", "value": 0.5}
+             for m in ("ranksvm", "ranksvm-l1")]
+    sel = {s["method"]: s for s in tables["selected"]}
+    for row in paper_comparison(tables, paper):
+        assert row["ours"] == sel[row["method"]]["test_MAP"]
+
+
 def test_cli_dask_local_cluster(tiny_root, tmp_path):
     pytest.importorskip("distributed")
     argv = ["run", "--dataset", "TINY", "--letor-home", str(tiny_root),
