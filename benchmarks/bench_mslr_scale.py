@@ -42,8 +42,11 @@ Usage::
     python benchmarks/bench_mslr_scale.py --real --letor-home ~/.cache/refimpl
     python benchmarks/bench_mslr_scale.py --full --queries 1000
 
-``--json PATH`` also writes the results there (the recorded runs:
-``benchmarks/bench_mslr_scale.json`` and ``bench_mslr_scale_full.json``).
+``--json PATH`` also writes the results there.  Recorded runs (2026-11-25):
+``benchmarks/bench_mslr_scale.json`` (RankSVM and the sparse methods at
+SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json`` (``--full``,
+every method, 300 queries) and ``bench_mslr_scale_full_q1000.json``
+(``--full``, every method but the two hinge-loss ones, 1,000 queries).
 """
 
 from __future__ import annotations
