@@ -158,10 +158,11 @@ def _tree_hessian(parts, w):
     """The generalised Hessian ``2 c s X^T Lap_A X`` without pair arrays.
 
     ``Lap_A X`` block by block of whole queries from the sorted scores
-    (:func:`refimpl.kernels.laplacian_tree.active_laplacian_rows`, O(l log
-    l + l k d)), each block multiplied into ``H`` by one BLAS product:
-    about the cost of ``d / 10`` Hessian-vector products of the tree, where
-    :func:`refimpl.solvers.hessian_matrix` takes ``d`` of them.  The active
+    (``refimpl.kernels.laplacian_tree.active_laplacian_rows``, O(l log
+    l + l k d)), each block multiplied into ``H`` by one BLAS product,
+    where :func:`refimpl.solvers.hessian_matrix` takes ``d`` Hessian-vector
+    products of the tree (3.3x the time at 73,154 x 136, side by side;
+    ``benchmarks/bench_mslr_scale.py`` times the fits).  The active
     set is that of the explicit pairs at the same scores.
     """
     from ..losses._tree_backend import query_runs
@@ -209,7 +210,7 @@ def generalized_hessian(smooth, w):
     i.e. one sparse product and one ``n x n`` Gram product per call; on
     the tree backend (no pair arrays, dense ``X``) ``Lap_A X`` comes from
     the sorted scores per query
-    (:func:`refimpl.kernels.laplacian_tree.active_laplacian_rows`); any
+    (``refimpl.kernels.laplacian_tree.active_laplacian_rows``); any
     other objective falls back to ``n`` Hessian-vector products
     (:func:`refimpl.solvers.hessian_matrix`).  Leaves the objective's cache
     at ``w``.
