@@ -19,10 +19,10 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import RankingProblem, check_labels, check_X, group_queries
+from ._validation import RankingProblem, check_labels, check_X
 from .exceptions import DataError
 from .metrics import ndcg_at_k
-from .pairs import query_sign_grams
+from .pairs import _dense_grouped, query_sign_grams
 
 __all__ = [
     "IMPORTANCE_FLOOR",
@@ -267,16 +267,7 @@ def _sign_grams(X, qid, chunk):
     the single-precision GEMM make it about twice as fast as in float64
     (the GEMM over document pairs is the cost of GAS at scale).
     """
-    if isinstance(X, RankingProblem):
-        if qid is not None:
-            raise DataError("a RankingProblem already holds qid and its grouping: "
-                            "pass it alone")
-        X, groups = X.X, X.groups
-    else:
-        X = check_X(X)
-        groups = group_queries(qid, X.shape[0])
-    if sp.issparse(X):
-        X = X.toarray()
+    X, groups = _dense_grouped(X, qid)
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise DataError(f"chunk must be a positive integer, got {chunk!r}")
     chunk = min(int(chunk), 1 << 23)

@@ -84,6 +84,23 @@ def _checked_counts(y, qid, groups, which):
     return which, y, groups, counts
 
 
+def _dense_grouped(X, qid):
+    """``(dense X, its query grouping)`` from ``X`` and ``qid``, or from a
+    :class:`~refimpl._validation.RankingProblem` alone (validated once,
+    when it was built)."""
+    if isinstance(X, RankingProblem):
+        if qid is not None:
+            raise DataError("a RankingProblem already holds qid and its grouping: "
+                            "pass it alone")
+        X, groups = X.X, X.groups
+    else:
+        X = check_X(X)
+        groups = group_queries(qid, X.shape[0])
+    if sp.issparse(X):
+        X = X.toarray()
+    return X, groups
+
+
 @dataclass(frozen=True)
 class PreferencePairs:
     """Index arrays of the preference pairs of ``(y, qid)``.
@@ -325,16 +342,7 @@ def query_sign_grams(X, qid=None, *, chunk: int = 1 << 17, with_abs: bool = Fals
     A : ndarray of shape (d, d) or None
         ``|S|^T |S|`` when ``with_abs``, else None.
     """
-    if isinstance(X, RankingProblem):
-        if qid is not None:
-            raise DataError("a RankingProblem already holds qid and its grouping: "
-                            "pass it alone")
-        X, groups = X.X, X.groups
-    else:
-        X = check_X(X)
-        groups = group_queries(qid, X.shape[0])
-    if sp.issparse(X):
-        X = X.toarray()
+    X, groups = _dense_grouped(X, qid)
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise DataError(f"chunk must be a positive integer, got {chunk!r}")
     d = X.shape[1]

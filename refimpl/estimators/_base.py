@@ -225,6 +225,16 @@ def _l1_null_C(g, beta=None):
     return float(np.min(beta[nz] / g[nz]))
 
 
+def _on_all_columns(w, columns, n_features):
+    """``w``, fitted on the pair support's ``columns`` (None: every column),
+    as a weight vector over all ``n_features`` (zero off the support)."""
+    if columns is None:
+        return w
+    coef = np.zeros(n_features)
+    coef[columns] = w
+    return coef
+
+
 def _warn_empty(estimator, message, *, parameter=None, value=None, threshold=None,
                 stacklevel=3):
     """Emit :class:`~refimpl.exceptions.EmptyModelWarning` when ``coef_`` is all zero.

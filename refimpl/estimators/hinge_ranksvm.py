@@ -10,7 +10,8 @@ from .._compat.sklearn_params import StrOptions
 from .._validation import check_fit_input, reset_fitted
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
-from ._base import COUNT, POSITIVE, MemoryEstimate, _LinearRanker, _warn_empty
+from ._base import (COUNT, POSITIVE, MemoryEstimate, _LinearRanker,
+                    _on_all_columns, _warn_empty)
 
 __all__ = ["HingeRankSVM"]
 
@@ -153,11 +154,7 @@ class HingeRankSVM(_LinearRanker):
                                        verbose=bool(self.verbose))
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("HingeRankSVM produced non-finite coefficients")
-        if columns is None:
-            self.coef_ = result.w
-        else:
-            self.coef_ = np.zeros(problem.n_features)
-            self.coef_[columns] = result.w
+        self.coef_ = _on_all_columns(result.w, columns, problem.n_features)
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.history_ = result.as_arrays()

@@ -18,6 +18,7 @@ from ._base import (
     POSITIVE,
     _LinearRanker,
     _check_at_most,
+    _on_all_columns,
     options,
     squared_hinge_memory,
     _warn_empty,
@@ -161,11 +162,7 @@ class RankSVM(_LinearRanker):
                       verbose=self.verbose)
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("RankSVM produced non-finite coefficients")
-        if columns is None:
-            self.coef_ = result.w
-        else:
-            self.coef_ = np.zeros(problem.n_features)
-            self.coef_[columns] = result.w
+        self.coef_ = _on_all_columns(result.w, columns, problem.n_features)
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
