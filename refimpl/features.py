@@ -55,21 +55,30 @@ TAU_VARIANTS = ("b", "eq10")
 # --------------------------------------------------------------------------
 
 
-def _dense_columns_stats(X):
-    """Column means, centred Gram matrix ``Xc^T Xc`` and constant-column mask."""
+def _scaled_columns_stats(X):
+    """Column-scaled X, its centred Gram ``Xc^T Xc`` and the constant-column mask.
+
+    Each column is divided by ``max(1, max |x_j|)``: Pearson correlations do
+    not see a column's scale, and the Gram of raw columns overflows from
+    magnitudes of about 1e154 (every correlation then read as 0); columns
+    within [-1, 1], LETOR's, are left as they are, bit for bit.
+    """
     n = X.shape[0]
     if sp.issparse(X):
-        mean = np.asarray(X.mean(axis=0)).ravel()
-        gram = np.asarray((X.T @ X).todense()) - n * np.outer(mean, mean)
+        scale = np.maximum(1.0, abs(X).max(axis=0).toarray().ravel())
+        Xs = sp.csr_matrix(X @ sp.diags(1.0 / scale))
+        mean = np.asarray(Xs.mean(axis=0)).ravel()
+        gram = np.asarray((Xs.T @ Xs).todense()) - n * np.outer(mean, mean)
         xmax = X.max(axis=0).toarray().ravel()
         xmin = X.min(axis=0).toarray().ravel()
         const = xmax == xmin
     else:
-        mean = X.mean(axis=0)
-        Xc = X - mean
+        scale = np.maximum(1.0, np.abs(X).max(axis=0, initial=0.0))
+        Xs = X / scale if np.any(scale > 1.0) else X
+        Xc = Xs - Xs.mean(axis=0)
         gram = Xc.T @ Xc
         const = np.ptp(X, axis=0) == 0
-    return mean, gram, const
+    return Xs, gram, const
 
 
 def pearson_importance(X, y=None, *, eps=IMPORTANCE_FLOOR):
@@ -115,8 +124,8 @@ def pearson_importance(X, y=None, *, eps=IMPORTANCE_FLOOR):
     if np.ptp(y) == 0:
         raise DataError("y is constant: the Pearson importance |PC(h_i, y)| is undefined")
     yc = y - y.mean()
-    _, gram, const = _dense_columns_stats(X)
-    cov = np.asarray(X.T @ yc).ravel()      # sum_k (x_ki - mean_i) (y_k - ybar)
+    Xs, gram, const = _scaled_columns_stats(X)
+    cov = np.asarray(Xs.T @ yc).ravel()     # sum_k (x_ki - mean_i) (y_k - ybar)
     var = np.clip(np.diag(gram), 0.0, None)
     with np.errstate(divide="ignore", invalid="ignore"):
         pc = np.abs(cov) / np.sqrt(var * float(yc @ yc))
@@ -145,7 +154,7 @@ def pearson_similarity(X):
         Symmetric, entries in [0, 1], unit diagonal.  Not necessarily PSD.
     """
     X = X.X if isinstance(X, RankingProblem) else check_X(X)
-    _, gram, const = _dense_columns_stats(X)
+    _, gram, const = _scaled_columns_stats(X)
     std = np.sqrt(np.clip(np.diag(gram), 0.0, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         A = np.abs(gram) / np.outer(std, std)

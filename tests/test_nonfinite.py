@@ -18,6 +18,7 @@ import pytest
 
 from refimpl import estimators as E
 from refimpl.estimators import LifeRank
+from refimpl.features import pearson_importance, pearson_similarity
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.losses.regularized import L2Regularized
 from refimpl.nonconvex import make_concave_penalty
@@ -117,14 +118,28 @@ def test_tron_large_but_representable_features_still_fit():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("estimator", ["SparseRankSVM", "FSMRank"])
-def test_apg_estimators_on_overflowing_features_raise(estimator):
-    """Before: SparseRankSVM 'f at a trial point is not finite' (no cause),
-    FSMRank 'L0 must be finite and > 0, got inf' (a parameter it was never
-    given)."""
+def test_sparse_ranksvm_on_overflowing_features_raises():
+    """Before: 'f at a trial point is not finite' (no cause)."""
     X, y, qid = data()
     with pytest.raises(NonFiniteError, match=CAUSE):
-        getattr(E, estimator)().fit(X * 1e160, y, qid)
+        E.SparseRankSVM().fit(X * 1e160, y, qid)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("scale", [1e160, 1e300])
+def test_fsmrank_on_huge_features_fits_the_scaled_columns(scale):
+    """Before: 'L0 must be finite and > 0, got inf' (a parameter it was
+    never given); then, with FSMRank's columns scaled to [-1, 1], the
+    Pearson Gram still overflowed and read every importance as 0.  The
+    importances and similarities are scale-free, and the fit is finite."""
+    X, y, qid = data()
+    np.testing.assert_allclose(pearson_importance(X * scale, y),
+                               pearson_importance(X, y), rtol=1e-12)
+    np.testing.assert_allclose(pearson_similarity(X * scale),
+                               pearson_similarity(X), rtol=1e-12)
+    m = E.FSMRank().fit(X * scale, y, qid)
+    assert np.all(np.isfinite(m.coef_)) and np.any(m.coef_ != 0)
+    assert np.all(np.isfinite(m.predict(X * scale)))
 
 
 def test_apg_solver_names_the_cause():
