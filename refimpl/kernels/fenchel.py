@@ -701,6 +701,23 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
 
 
 @njit(cache=True)
+def _max_levels(nlev, indptr):
+    """The largest number of levels of a query (at least 1): buffer length."""
+    kmax = 1
+    for q in range(len(indptr) - 1):
+        kmax = max(kmax, nlev[q])
+    return kmax
+
+
+@njit(cache=True)
+def _level_sum_buffers(kmax):
+    """Per-level count and double-double sums of ``u`` and ``u^2``
+    (``cnt, s1h, s1l, s2h, s2l``), filled by :func:`_level_sums`."""
+    return (np.zeros(kmax, dtype=np.int64), np.zeros(kmax), np.zeros(kmax),
+            np.zeros(kmax), np.zeros(kmax))
+
+
+@njit(cache=True)
 def all_pairs_active(z, level, nlev, order, indptr, margin):
     """Whether ``margin - (z_i - z_j) > 0`` for every pair ``y_i > y_j`` of a query.
 
@@ -715,9 +732,7 @@ def all_pairs_active(z, level, nlev, order, indptr, margin):
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
+    kmax = _max_levels(nlev, indptr)
     lo_z = np.empty(kmax)
     hi_z = np.empty(kmax)
     for q in range(len(indptr) - 1):
@@ -847,14 +862,8 @@ def all_active_value_dz(z, level, nlev, order, indptr, margin, dz, kappa):
     """
     if not all_pairs_active(z, level, nlev, order, indptr, margin):
         return -1.0
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
-    cnt = np.zeros(kmax, dtype=np.int64)
-    s1h = np.zeros(kmax)
-    s1l = np.zeros(kmax)
-    s2h = np.zeros(kmax)
-    s2l = np.zeros(kmax)
+    kmax = _max_levels(nlev, indptr)
+    cnt, s1h, s1l, s2h, s2l = _level_sum_buffers(kmax)
     baseh = np.zeros(kmax)  # margin (c^+ - c^-) - sum_{b != m} S1_b
     basel = np.zeros(kmax)
     coef = np.zeros(kmax)   # c^+ + c^-
@@ -914,14 +923,8 @@ def all_active_curvature(u, level, nlev, order, indptr):
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
-    cnt = np.zeros(kmax, dtype=np.int64)
-    s1h = np.zeros(kmax)
-    s1l = np.zeros(kmax)
-    s2h = np.zeros(kmax)
-    s2l = np.zeros(kmax)
+    kmax = _max_levels(nlev, indptr)
+    cnt, s1h, s1l, s2h, s2l = _level_sum_buffers(kmax)
     vh = 0.0
     vl = 0.0
     for q in range(len(indptr) - 1):
@@ -948,9 +951,7 @@ def level_weights(level, nlev, order, indptr, coef, rows):
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
+    kmax = _max_levels(nlev, indptr)
     cnt = np.zeros(kmax, dtype=np.int64)
     row = 0
     for q in range(len(indptr) - 1):
@@ -980,14 +981,8 @@ def all_active_hess_dz(t, level, nlev, order, indptr, out):
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
-    kmax = 1
-    for q in range(len(indptr) - 1):
-        kmax = max(kmax, nlev[q])
-    cnt = np.zeros(kmax, dtype=np.int64)
-    s1h = np.zeros(kmax)
-    s1l = np.zeros(kmax)
-    s2h = np.zeros(kmax)
-    s2l = np.zeros(kmax)
+    kmax = _max_levels(nlev, indptr)
+    cnt, s1h, s1l, s2h, s2l = _level_sum_buffers(kmax)
     oth = np.zeros(kmax)
     otl = np.zeros(kmax)
     coef = np.zeros(kmax)
