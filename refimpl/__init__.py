@@ -44,6 +44,7 @@ from .estimators import FenchelRank, FSMRank, LifeRank, RankSVM, SparseRankSVM
 from .exceptions import (
     DataError,
     DatasetNotFoundError,
+    DivergenceError,
     EmptyModelWarning,
     NonFiniteError,
     PairMatrixTooLargeError,
@@ -53,6 +54,7 @@ from .losses import L2Regularized, PairwiseSquaredHinge
 __all__ = [
     "DataError",
     "DatasetNotFoundError",
+    "DivergenceError",
     "EmptyModelWarning",
     "FSMRank",
     "FenchelRank",

@@ -58,6 +58,23 @@ class NonFiniteError(FloatingPointError):
     """
 
 
+class DivergenceError(FloatingPointError):
+    """A solver's run grew far beyond its start: the step is too large for the problem.
+
+    Raised by the divergence guard of :func:`refimpl.solvers.bdmm` and of
+    :class:`~refimpl.estimators.LifeRank` (``max_growth``) when the
+    objective or the constraint violation, still finite, exceeds its start
+    by ``max_growth`` times its size: a gradient step too large for the
+    curvature makes them grow geometrically, long before anything
+    overflows.  The message names the step (``lr``) and a smaller value.
+    A ``FloatingPointError``, like :class:`NonFiniteError` (which is for
+    values that did become NaN or infinite), not a subclass of it: nothing
+    here is non-finite.
+
+    Derived in: book/06_liferank_bdmm.md#liferank
+    """
+
+
 class EmptyModelWarning(UserWarning):
     """A fitted linear ranker has no non-zero weight: it ranks every document equally.
 

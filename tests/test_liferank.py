@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from refimpl import LifeRank
 from refimpl.data import make_synthetic_letor
-from refimpl.exceptions import DataError, NonFiniteError, ParameterError
+from refimpl.exceptions import DataError, DivergenceError, NonFiniteError, ParameterError
 from refimpl.features import (
     feature_importance,
     feature_ndcg,
@@ -624,7 +624,7 @@ def test_a_too_large_step_stops_with_an_error_naming_it(constraint):
     """No silent divergence: the planted lr = 1000 makes F grow; the fit
     stops with an error that names the step and the remedy."""
     X, y, qid = small(5)
-    with pytest.raises(NonFiniteError, match=r"lr=1000\b.*lower lr"):
+    with pytest.raises(DivergenceError, match=r"lr=1000\b.*lower lr"):
         LifeRank(n_components=3, lr=1000.0, constraint=constraint,
                  max_iter=500).fit(X, y, qid)
 
@@ -634,7 +634,7 @@ def test_bdmm_guard_stops_a_growing_run_and_names_the_step():
     obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 2, 0.01)
     T0 = np.random.default_rng(0).normal(size=(obj.n, 2)) / math.sqrt(obj.n)
     x0 = obj.pack(T0, np.ones(2))
-    with pytest.raises(NonFiniteError, match=r"grew .*lr=50"):
+    with pytest.raises(DivergenceError, match=r"grew .*lr=50"):
         bdmm(obj, x0, lr=50.0, damping=1.0, max_iter=500, max_growth=10)
     res = bdmm(obj, x0, lr=50.0, damping=1.0, max_iter=500, max_growth=10,
                on_nonfinite="stop", warn=False)

@@ -26,6 +26,7 @@ from .._validation import (
     reset_fitted,
     validate_X,
 )
+from ..exceptions import DivergenceError
 from ..losses import LifeRankObjective, PairwiseLogistic
 from ..losses.logistic import logistic_pair_bytes
 from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_message
@@ -73,7 +74,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     divided by their scale ``s`` (``max |x_ij|``;
     1 on LETOR's ``[0, 1]`` features), which makes the steps, ``T`` and the
     ranking independent of the scale of ``X``; a run whose objective grows
-    stops with a ``NonFiniteError`` naming ``lr``.  ``transform(X)``
+    stops with a ``DivergenceError`` naming ``lr``.  ``transform(X)``
     returns the extracted features ``X T`` (Phase II, Algorithm 1 line 10);
     ``predict(X)`` the scores ``X T w`` of LifeRank's own ranker.  As in the
     paper, ``w`` starts at all ones; ``T`` starts at i.i.d. ``N(0, 1/n)``
@@ -249,7 +250,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
                       and np.all(np.isfinite(result.w)))
         if result.message.startswith("diverged") and "guard" in result.message:
             # the guard stopped a growing run: the step, not the data
-            raise NonFiniteError(
+            raise DivergenceError(
                 f"LifeRank: the fit {result.message}"
                 + (" or lr_multiplier" if self.constraint == "bdmm" else "")
                 + f" (X is divided by its scale {scale:.3g} first, so the "

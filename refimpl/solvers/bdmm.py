@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..exceptions import DataError
+from ..exceptions import DivergenceError
 from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
 
@@ -131,8 +132,10 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
         whose violation reaches ``||c_t|| > ||c_0|| + g max(1, ||c_0||)``,
         has diverged: a step too large for the curvature makes both grow
         geometrically, long before they overflow, while a convergent run
-        stays near its start.  It is then treated as a non-finite run
-        (``on_nonfinite``), with a message that names ``lr``.
+        stays near its start.  Such a run is stopped like a non-finite
+        one (``on_nonfinite``): ``"raise"`` a
+        :class:`~refimpl.exceptions.DivergenceError` whose message names
+        ``lr``, ``"stop"`` returns it with that message.
 
     Returns
     -------
@@ -263,7 +266,7 @@ def bdmm(problem, x0, multipliers0=None, *, lr, lr_multiplier=None, damping=0.0,
                            f"step lr={lr:g} is too large for this problem; "
                            f"lower lr (e.g. lr={lr / 10:g})")
                 if on_nonfinite == "raise":
-                    raise NonFiniteError(f"bdmm: {message}")
+                    raise DivergenceError(f"bdmm: {message}")
                 record(gL, extra)
                 break
             record(gL, extra)
