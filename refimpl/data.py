@@ -586,6 +586,7 @@ def load_letor(
     dtype=np.float64,
     label_range=DEFAULT_LABEL_RANGE,
     cache=True,
+    normalize=None,
 ):
     """Read one LETOR / SVMlight ranking file.
 
@@ -640,6 +641,14 @@ def load_letor(
         is checked on the text, before any conversion.
     cache : bool, default=True
         Read and write the binary cache described above.
+    normalize : {None, "query"}, default=None
+        None returns the features as in the file; ``"query"`` applies
+        LETOR's QueryLevelNorm (:func:`query_level_normalize`), which needs
+        nothing beyond the file's own queries (computed in float64, then
+        rounded once to ``dtype``).  The cache holds the file's values
+        either way.  ``"standard"`` is refused here: its statistics must
+        come from a training split, which :func:`load_letor_fold` (or
+        :class:`Standardizer` on the training matrix) provides.
 
     Returns
     -------
@@ -666,8 +675,8 @@ def load_letor(
         increasing, beyond ``n_features`` or the sanity bound, a value that
         is not a finite decimal number (``nan``, ``1e999``, Python's
         ``1_0``); the message names the file, the 1-based line number and
-        the start of the line.  Also for a bad ``n_features``, ``dtype`` or
-        ``label_range``.
+        the start of the line.  Also for a bad ``n_features``, ``dtype``,
+        ``label_range`` or ``normalize``.
 
     Notes
     -----
@@ -676,10 +685,27 @@ def load_letor(
     a query id, and when some lines lack ``qid:`` it returns a *shorter* qid
     array that no longer lines up with the rows; these are all errors here.
     """
-    path = Path(os.fspath(path))
     n_features = _check_n_features(n_features)
     dtype = _check_dtype(dtype)
     label_range = _check_label_range(label_range)
+    if normalize is not None and check_normalize(normalize) != "query":
+        raise DataError(
+            f"load_letor: normalize={normalize!r} needs the statistics of a "
+            "training split, which one file does not identify: use "
+            "load_letor_fold(..., normalize='standard'), or Standardizer.fit "
+            "on the training matrix; a single file accepts None or 'query'")
+    out = _load_letor_file(path, n_features, return_comments, dtype,
+                           label_range, cache)
+    if normalize is None:
+        return out
+    X = query_level_normalize(out[0], out[2]).astype(dtype, copy=False)
+    return (X, *out[1:])
+
+
+def _load_letor_file(path, n_features, return_comments, dtype, label_range,
+                     cache):
+    """:func:`load_letor` without ``normalize``, on checked arguments."""
+    path = Path(os.fspath(path))
     if not path.is_file():
         raise DatasetNotFoundError(f"LETOR file not found: {path}")
     real = path.resolve()

@@ -274,6 +274,31 @@ def test_loader_option_and_parse_cache(raw_root):
         data.load_letor_fold("RAW", 1, root=raw_root, normalize="minmax")
 
 
+def test_single_file_loader_offers_query_level_norm(raw_root):
+    """``load_letor(normalize="query")`` is QueryLevelNorm of the file's own
+    queries, also in float32 and with comments; the cache keeps the file's
+    values; "standard" (which needs a training split) and unknown values are
+    refused naming the parameter."""
+    path = raw_root / "RAW" / "S1.txt"
+    X, y, qid = data.load_letor(path)
+    assert X.max() > 1
+    Xq, yq, qq = data.load_letor(path, normalize="query")
+    np.testing.assert_array_equal(Xq, data.query_level_normalize(X, qid))
+    np.testing.assert_array_equal(yq, y)
+    np.testing.assert_array_equal(qq, qid)
+    X32, *_, comments = data.load_letor(path, normalize="query",
+                                        dtype=np.float32, return_comments=True)
+    assert X32.dtype == np.float32 and len(comments) == len(y)
+    raw32 = data.load_letor(path, dtype=np.float32)[0]
+    np.testing.assert_array_equal(
+        X32, data.query_level_normalize(raw32, qid).astype(np.float32))
+    np.testing.assert_array_equal(data.load_letor(path)[0], X)
+    with pytest.raises(DataError, match=r"normalize='standard'.*training split"):
+        data.load_letor(path, normalize="standard")
+    with pytest.raises(DataError, match="normalize must be"):
+        data.load_letor(path, normalize="minmax")
+
+
 # --------------------------------------------------------------------------
 # the runner: options, keys, caches
 # --------------------------------------------------------------------------
