@@ -209,3 +209,45 @@ def test_fenchelrank_memory_follows_its_own_auto_backend():
     backend, terms = estimate_peak("fenchelrank", {}, **shape)
     assert backend == auto_backend(shape["n_pairs"], shape["n_docs"]) == "tree"
     assert "pairs" not in terms
+
+
+@pytest.mark.parametrize("name", ["SparseRankSVM", "FSMRank"])
+def test_first_order_memory_model_resolves_auto_as_the_fit(name):
+    """Regression: the first-order estimators build their loss with
+    ``hess_per_grad=0``, but their memory model resolved ``"auto"`` with
+    TRON's Hessian products, so at mid sizes the guard's backend was not the
+    fit's.  Here (2,040 documents, 5 features, 3 levels, 20 pairs per
+    document) TRON's cost model takes the tree and a first-order solver's
+    explicit pairs."""
+    import warnings
+
+    from refimpl import estimators
+    from refimpl.losses.squared_hinge import choose_backend
+    from refimpl.pairs import pair_counts
+
+    rng = np.random.default_rng(0)
+    n_q, m = 34, 60
+    X = rng.random((n_q * m, 5))
+    y = np.tile(np.repeat([0, 1, 2], m // 3), n_q)
+    qid = np.repeat(np.arange(n_q), m)
+    n_pairs = int(pair_counts(y, qid).sum())
+    shape = {"n_docs": len(y), "n_pairs": n_pairs, "n_features": 5}
+    assert choose_backend(n_pairs, len(y), n_features=5) == "tree"
+    assert choose_backend(n_pairs, len(y), n_features=5, hess_per_grad=0) == "pairs"
+    est = getattr(estimators, name)(max_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y, qid)
+    model = est.estimate_memory(max_query=m, **shape)
+    assert model.hinge_backend == est.backend_ == "pairs"
+
+
+def test_fsmrank_memory_counts_the_column_scaled_copy():
+    """FSMRank copies ``X`` scaled by columns on raw features
+    (``_column_scales``); the shape cannot tell, so the model counts it."""
+    from refimpl.estimators import FSMSVM, FSMRank
+
+    shape = {"n_docs": 10_000, "n_pairs": 10**8, "n_features": 136, "max_query": 120}
+    terms = FSMRank().estimate_memory(**shape).terms
+    assert terms["column-scaled copy"] == 10_000 * 136 * 8
+    assert FSMSVM().estimate_memory(**shape).terms == terms

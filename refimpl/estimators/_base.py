@@ -95,15 +95,19 @@ class MemoryEstimate:
 
 
 def squared_hinge_memory(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
-                         which="all", extra_bytes_per_pair=0, terms=None):
+                         which="all", extra_bytes_per_pair=0, terms=None,
+                         hess_per_grad=None):
     """:class:`MemoryEstimate` of a fit on the pairwise squared hinge.
 
     The loss's own terms (:func:`refimpl.losses.squared_hinge.memory_terms`)
-    plus the estimator's ``terms``.
+    plus the estimator's ``terms``.  ``hess_per_grad``: what the estimator
+    passes to :class:`~refimpl.losses.PairwiseSquaredHinge` (0 for a
+    first-order solver), so that ``"auto"`` resolves here as in the fit.
     """
     hinge, own = _hinge_memory_terms(
         n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-        backend=backend, which=which, extra_bytes_per_pair=extra_bytes_per_pair)
+        backend=backend, which=which, extra_bytes_per_pair=extra_bytes_per_pair,
+        hess_per_grad=hess_per_grad)
     return MemoryEstimate(backend=hinge, terms={**own, **(terms or {})},
                           hinge_backend=hinge)
 

@@ -286,9 +286,10 @@ class SparseRankSVM(_LinearRanker):
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
+        # the fit's loss asks for no Hessian products (hess_per_grad = 0)
         return squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=self.backend)
+            backend=self.backend, hess_per_grad=0)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

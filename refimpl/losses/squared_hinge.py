@@ -201,7 +201,8 @@ TREE_BYTES_PER_DOC = 32 * 8
 
 
 def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
-                 which="all", one_pass="auto", extra_bytes_per_pair=0):
+                 which="all", one_pass="auto", extra_bytes_per_pair=0,
+                 hess_per_grad=None):
     """The loss's memory beyond the data, by term, and its resolved backend.
 
     The memory model of :class:`PairwiseSquaredHinge` that the scale guard
@@ -212,7 +213,9 @@ def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
     ``ONE_PASS_COPY_MAX_BYTES``, a query-grouped copy of ``X``; explicit
     pairs cost :data:`BYTES_PER_PAIR` each (40 more with ``"numpy"``, plus
     ``extra_bytes_per_pair`` a solver keeps per pair) and eight vectors of
-    the documents.
+    the documents.  ``backend="auto"`` resolves as the loss's constructor
+    does (:func:`choose_backend`, with the solver's ``hess_per_grad``), on
+    the default number of levels, which the shape does not give.
 
     Returns
     -------
@@ -227,7 +230,8 @@ def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
                          X >= ONE_PASS_MIN_BYTES
                          and (grouped or X <= ONE_PASS_COPY_MAX_BYTES))
         backend = choose_backend(n_pairs, n_docs, which, n_features=n_features,
-                                 one_pass=tree_one_pass)
+                                 one_pass=tree_one_pass,
+                                 hess_per_grad=hess_per_grad)
     if backend == "tree":
         terms = {"tree": n_docs * TREE_BYTES_PER_DOC}
         if (not grouped and one_pass == "auto"
