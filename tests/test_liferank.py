@@ -667,3 +667,48 @@ def test_non_finite_iterates_stop_without_the_guard():
     assert not res.converged and "non-finite" in res.message
     with pytest.raises(NonFiniteError, match="not finite"):
         bdmm(obj, obj.pack(T0, np.ones(2)), lr=1e6, max_iter=5000)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pipeline_memory_fits_each_first_stage_once(tmp_path, monkeypatch):
+    """``LifeRankPipeline(memory=...)``: a second fit with the same LifeRank
+    parameters and data loads the first stage (bit for bit what a fresh fit
+    gives), whatever ``C`` or ``ranker``; another ``n_components`` or other
+    data fit it again."""
+    from refimpl.estimators import LifeRankPipeline
+    from refimpl.estimators import baselines
+
+    calls = []
+    original = LifeRank._fit
+
+    def counted(self, problem):
+        calls.append(self.n_components)
+        return original(self, problem)
+
+    monkeypatch.setattr(LifeRank, "_fit", counted)
+    X, y, qid = small(7)
+    kw = {"n_components": 2, "lam": 0.05, "max_iter": 30}
+    plain = LifeRankPipeline(**kw, C=0.5).fit(X, y, qid)
+    assert calls == [2]
+    memo = str(tmp_path / "stages")
+    for C, ranker in ((0.5, "ranksvm"), (2.0, "ranksvm"), (1.0, "ranksvm-hinge"),
+                      (1.0, "linreg")):
+        m = LifeRankPipeline(**kw, C=C, ranker=ranker, memory=memo).fit(X, y, qid)
+        np.testing.assert_array_equal(m.liferank_.components_,
+                                      plain.liferank_.components_)
+    assert calls == [2, 2]                    # one fit for the four
+    np.testing.assert_array_equal(
+        LifeRankPipeline(**kw, C=0.5, memory=memo).fit(X, y, qid).coef_, plain.coef_)
+    LifeRankPipeline(**{**kw, "n_components": 3}, memory=memo).fit(X, y, qid)
+    X2 = X.copy()
+    X2[0, 0] += 0.25
+    LifeRankPipeline(**kw, memory=memo).fit(X2, y, qid)
+    assert calls == [2, 2, 3, 2]
+    assert baselines.LifeRankPipeline.FIRST_STAGE_PARAMS == (
+        "n_components", "lam", "lr", "max_iter", "random_state")
+    with pytest.raises(ParameterError, match="memory"):
+        LifeRankPipeline(memory=3).fit(X, y, qid)
+    # the first stage's warnings come with every fit, loaded or not
+    for _ in range(2):
+        with pytest.warns(ConvergenceWarning, match="max_iter=30"):
+            LifeRankPipeline(**kw, memory=memo).fit(X, y, qid)

@@ -1,5 +1,6 @@
 """The experiment runner: configuration checks, end-to-end runs, cache, back-ends, CLI."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -374,3 +375,33 @@ def test_the_runners_evaluation_is_the_metrics_modules(seed):
         assert per_query[f"NDCG@{k}"] == nd[:, j].tolist()
     assert per_query["AP"] == metrics.average_precision(y, scores, qid,
                                                         per_query=True).tolist()
+
+
+def test_shared_first_stages_run_first_and_once(tiny_root, tmp_path):
+    """liferank-ranksvm-hinge's grid (k x C) shares LifeRank across C: the
+    runner submits one task per (fold, k) first and passes a stage cache
+    (``memory``) keyed by the code's hash, so each LifeRank is fitted once;
+    the tables keep the grid's order and equal a run without the cache."""
+    from refimpl.experiments.runner import _stage_first, _Task
+
+    grids = {"liferank-ranksvm-hinge": {"n_components": [2, 3], "C": [0.1, 1.0, 10.0]}}
+    cfg = config(tiny_root, out=tmp_path / "a", methods=("liferank-ranksvm-hinge",),
+                 grids=grids, folds=(1,))
+    plan = validate_config(cfg)
+    method = plan.methods[0]
+    tasks = [_Task("d", None, 1, method, p, i, key=str(i), stage_cache="x")
+             for i, p in enumerate(plan.grids[method.name])]
+    order = [(t.params["n_components"], t.params["C"]) for t in _stage_first(tasks)]
+    assert order[:2] == [(2, 0.1), (3, 0.1)]
+    assert sorted(order) == sorted((t.params["n_components"], t.params["C"])
+                                   for t in tasks)
+    assert [t.index for t in _stage_first([dataclasses.replace(t, stage_cache=None)
+                                           for t in tasks])] == list(range(6))
+
+    cached = run(cfg)
+    stages = list((tmp_path / "a").rglob("stages/*"))
+    assert len(stages) == 1 and len(stages[0].name) == 16   # the code hash
+    plain = run(dataclasses.replace(cfg, out=None))
+    assert [r["grid_index"] for r in cached.tasks] == list(range(6))
+    for a, b in zip(cached.tasks, plain.tasks):
+        assert a["params"] == b["params"] and a["test_MAP"] == b["test_MAP"]

@@ -15,6 +15,7 @@ TESTED = ("1.6", "1.10")
 
 try:
     from sklearn.utils._param_validation import (
+        HasMethods,
         Interval,
         InvalidParameterError,
         Options,
@@ -27,7 +28,8 @@ except ImportError as err:  # pragma: no cover - an upstream change
 
     raise ImportError(
         "refimpl needs scikit-learn's parameter validation "
-        "(sklearn.utils._param_validation: Interval, Options, StrOptions, "
+        "(sklearn.utils._param_validation: HasMethods, Interval, Options, "
+        "StrOptions, "
         "make_constraint, validate_parameter_constraints, "
         f"InvalidParameterError), which scikit-learn {sklearn.__version__} "
         f"does not provide as before ({err}); refimpl is tested with "
@@ -37,6 +39,7 @@ except ImportError as err:  # pragma: no cover - an upstream change
 
 __all__ = [
     "TESTED",
+    "HasMethods",
     "Interval",
     "InvalidParameterError",
     "Options",

@@ -9,14 +9,15 @@ Derived in: book/08_side_by_side.md#side-by-side
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, check_memory
 
-from .._compat.sklearn_params import StrOptions
+from .._compat.sklearn_params import HasMethods, StrOptions
 from .._validation import (
     RankingProblem,
     check_fit_input,
@@ -227,6 +228,23 @@ class LambdaMART(_Ranker, BaseEstimator):
         return np.asarray(self.model_.predict(X), dtype=np.float64)
 
 
+def _fit_first_stage(X, y, qid, params, problem):
+    """LifeRank with ``params`` fitted on the validated ``problem``.
+
+    The function :attr:`LifeRankPipeline.memory` caches, keyed by the
+    problem's arrays ``X``, ``y``, ``qid`` and ``params`` (``problem``, the
+    same data validated and grouped, is not hashed).  Returns the fitted
+    LifeRank and the warnings its fit raised, as ``(category, message)``,
+    which the pipeline raises again on every fit, loaded or not.
+    """
+    life = LifeRank(**params)
+    _inner(life, problem)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        life._fit(problem)
+    return life, [(w.category, str(w.message)) for w in caught]
+
+
 class LifeRankPipeline(_Ranker, BaseEstimator):
     """LifeRank's extracted features, then a linear ranker on them.
 
@@ -269,6 +287,16 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         ``"ranksvm"``, per query as SVMrank for ``"ranksvm-hinge"``).
     lam, lr, max_iter, random_state :
         Passed to :class:`refimpl.estimators.LifeRank`.
+    memory : None, str or object with joblib.Memory's interface, default None
+        Caches the fitted first stage, as scikit-learn's ``Pipeline``
+        caches its transformers: with a directory (or a
+        :class:`joblib.Memory`), a fit whose LifeRank parameters
+        (:attr:`FIRST_STAGE_PARAMS`) and data were fitted before loads that
+        LifeRank instead of fitting it again, so a grid over ``C`` or
+        ``ranker`` fits each LifeRank once.  The key is the parameters and
+        the data (values, labels, query ids), not refimpl's code: clear the
+        directory after changing refimpl (the experiment runner keys its
+        stage cache by the code's hash).  None: no caching.
 
     Attributes
     ----------
@@ -286,10 +314,16 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         "lr": [POSITIVE],
         "max_iter": [COUNT],
         "random_state": SEED,
+        "memory": [None, str, HasMethods(["cache"])],
     }
 
+    #: The parameters that determine the first stage (its LifeRank): fits
+    #: that agree on them share it (``memory``, and the experiment runner's
+    #: task order, which fits one task per first stage before the others).
+    FIRST_STAGE_PARAMS = ("n_components", "lam", "lr", "max_iter", "random_state")
+
     def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
-                 lr=0.1, max_iter=1000, random_state=0):
+                 lr=0.1, max_iter=1000, random_state=0, memory=None):
         self.n_components = n_components
         self.ranker = ranker
         self.C = C
@@ -297,6 +331,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self.lr = lr
         self.max_iter = max_iter
         self.random_state = random_state
+        self.memory = memory
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
         """Memory of a fit on data of this shape: LifeRank's logistic pairs, then the
@@ -327,12 +362,16 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self._validate_params()
         problem = _check_input(self, X, y, qid)
         X = problem.X
-        life = LifeRank(n_components=self.n_components, lam=self.lam,
-                        lr=self.lr, max_iter=self.max_iter,
-                        random_state=self.random_state)
-        _inner(life, problem)
-        refuse_single_document(life, problem.n_samples)
-        life._fit(problem)
+        params = {p: getattr(self, p) for p in self.FIRST_STAGE_PARAMS}
+        refuse_single_document(_inner(LifeRank(**params), problem),
+                               problem.n_samples)
+        fit_stage = _fit_first_stage
+        if self.memory is not None:
+            fit_stage = check_memory(self.memory).cache(_fit_first_stage,
+                                                        ignore=["problem"])
+        life, caught = fit_stage(problem.X, problem.y, problem.qid, params, problem)
+        for category, message in caught:
+            warnings.warn(message, category, stacklevel=2)
         # the second stage's features X T are new data (checked once); the
         # labels and the query grouping are the problem's
         features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),

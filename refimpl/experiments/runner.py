@@ -675,6 +675,7 @@ class _Task:
     data_digest: str = ""
     data_files: tuple = ()  # ((path, stat signature), ...) as fingerprinted
     normalize: str | None = None
+    stage_cache: str | None = None  # the ``memory`` of a multi-stage estimator
 
 
 def _with_normalize(fields, normalize):
@@ -797,6 +798,12 @@ def _run_task(task):
             grouped=hasattr(train.X, "indptr") or query_runs(train.groups) is not None)
         row.update(backend=guard.backend, est_peak_mb=guard.peak_bytes / 2**20)
         estimator = method.build(task.params)
+        get_params = getattr(estimator, "get_params", None)  # any fit/predict object
+        if (task.stage_cache is not None and get_params is not None
+                and "memory" in get_params(deep=False)):
+            # a first stage (LifeRank) shared by the grid points that agree
+            # on its parameters is fitted once (scikit-learn's memory=)
+            estimator.set_params(memory=task.stage_cache)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0, c0 = time.perf_counter(), time.thread_time()
@@ -1219,6 +1226,32 @@ def _fingerprints(plan, out_dir):
     return out
 
 
+def _stage_first(tasks):
+    """``tasks`` with, first, one task per shared first stage (stable).
+
+    An estimator that declares ``FIRST_STAGE_PARAMS`` (``LifeRankPipeline``)
+    fits its first stage once per distinct value of those parameters when
+    it has a ``memory`` (:attr:`_Task.stage_cache`); run in parallel in grid
+    order, the grid points sharing a stage would start together and each
+    fit it.  So the first task of each (method, fold, stage) goes first,
+    then the others, which find their stage in the cache.  The order of the
+    tables is the grid's whatever the order of execution.
+    """
+    first, rest, seen = [], [], set()
+    for task in tasks:
+        names = getattr(task.method.factory, "FIRST_STAGE_PARAMS", None)
+        if names is None or task.stage_cache is None:
+            first.append(task)
+            continue
+        params = {**dict(task.method.fixed), **dict(task.params)}
+        stage = (task.method.name, task.fold,
+                 json.dumps({n: params.get(n) for n in names}, sort_keys=True,
+                            default=repr))
+        (rest if stage in seen else first).append(task)
+        seen.add(stage)
+    return first + rest
+
+
 def _run_todo(todo, config, plan, out_dir, results):
     """Fit the tasks not cached; store each result as it arrives.
 
@@ -1266,6 +1299,10 @@ def run(config):
     out_dir = Path(config.out) / plan.slug if config.out is not None else None
     with _sigterm_unwinds():
         fingerprints = _fingerprints(plan, out_dir)
+        # keyed by the code like the task cache: joblib's memory keys a
+        # stage by its parameters and data only
+        stage_cache = (str(out_dir / "cache" / "stages" / code_hash()[:16])
+                       if out_dir is not None and config.cache else None)
         tasks = []
         for method in plan.methods:
             for fold in config.folds:
@@ -1279,7 +1316,7 @@ def run(config):
                                              fp["digest"], config.normalize),
                         data_digest=fp["digest"],
                         data_files=tuple((p, tuple(sig)) for p, sig in fp["files"]),
-                        normalize=config.normalize))
+                        normalize=config.normalize, stage_cache=stage_cache))
         results, todo = {}, []
         for task in tasks:
             stored = None
@@ -1295,7 +1332,7 @@ def run(config):
         n_cached = len(results)
         started = _dt.datetime.now(_dt.UTC)
         t0 = time.perf_counter()
-        _run_todo(todo, config, plan, out_dir, results)
+        _run_todo(_stage_first(todo), config, plan, out_dir, results)
         wall = time.perf_counter() - t0
     rows = [results[t.key]["row"] for t in tasks]
     selected, per_query = [], []
