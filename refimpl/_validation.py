@@ -11,6 +11,7 @@ boundaries of each query in that permutation.  Kernels receive ``order`` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +51,27 @@ class QueryGroups:
     def is_contiguous(self) -> bool:
         """True when the input already lists each query's documents together."""
         return bool(np.all(self.order == np.arange(len(self.order))))
+
+    @cached_property
+    def runs(self) -> np.ndarray | None:
+        """Row boundaries of the queries if each one's rows are adjacent, else ``None``.
+
+        ``order`` lists query ``q``'s documents in input order, so query
+        ``q`` occupies adjacent rows exactly when ``order[indptr[q] + a] =
+        order[indptr[q]] + a`` for every ``a``.  Then the queries, in order
+        of appearance, partition the rows, and the sorted first rows plus
+        ``n`` are the boundaries.  LETOR files list each query's documents
+        together (sorted by qid or not), so this holds for them.  Computed
+        once per grouping (a fit asks several times: the backend's cost
+        model, the one-pass path, the scale guard).
+        """
+        sizes = np.diff(self.indptr)
+        starts = self.order[self.indptr[:-1]]
+        expected = (np.repeat(starts - self.indptr[:-1], sizes)
+                    + np.arange(len(self.order)))
+        if not np.array_equal(self.order, expected):
+            return None
+        return np.append(np.sort(starts), len(self.order)).astype(np.int64)
 
 
 def group_queries(qid, n_samples: int | None = None) -> QueryGroups:

@@ -200,6 +200,46 @@ def test_one_pass_equals_two_pass_bit_for_bit_in_score_space(inst, seed):
     np.testing.assert_array_equal(two.hess_dz(t_rows), u)
 
 
+
+@PROPERTY
+@given(instances(), st.integers(1, 40), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_value_grad_at_zero_equals_the_one_pass_kernel(inst, d, negative,
+                                                       seed):
+    """At w = 0 the backend skips the sort and the sweeps (every score is
+    +0.0, every query's scores equal) and streams X four rows at a time:
+    value, gradient, scores, sort, counts, dz and sweep record are those of
+    value_grad_one_pass at w = 0 bit for bit (with w = -0.0 too), and the
+    next Hessian product is the same; input with queries apart (the
+    query-grouped copy) included."""
+    _, _, y, qid, margin = inst
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(len(y), d)) * 10.0 ** rng.integers(-3, 4, (len(y), d))
+    w = np.full(d, -0.0 if negative else 0.0)
+    b = tb._OnePassTree(X, margin, y, group_queries(qid))
+    value, grad = b.value_grad(w)
+    n = len(y)
+    ref = {"z": np.empty(n), "perm": np.empty(n, np.int64),
+           "l_plus": np.empty(n, np.int64), "l_minus": np.empty(n, np.int64),
+           "dz": np.empty(n), "sweep": np.zeros((4, n), np.int64),
+           "grad": np.empty(d)}
+    v_ref = kf.value_grad_one_pass(
+        b.X, w, b.level, b.nlev, b.indptr, margin, ref["z"], ref["perm"],
+        ref["l_plus"], ref["l_minus"], ref["dz"], ref["sweep"], ref["grad"])
+    assert value == max(v_ref, 0.0)
+    got = {"z": b.z, "perm": b.perm, "l_plus": b.l_plus,
+           "l_minus": b.l_minus, "dz": b.dz, "sweep": b.sweep, "grad": grad}
+    for key, want in ref.items():
+        np.testing.assert_array_equal(got[key].view(np.uint8),
+                                      want.view(np.uint8), err_msg=key)
+    s = rng.normal(size=d)
+    hv, _ = b.hess_vec(s)
+    out, t, u = np.empty(d), np.empty(n), np.empty(n)
+    kf.hess_vec_one_pass(b.X, s, b.nlev, ref["perm"], b.indptr, ref["sweep"],
+                         t, u, out)
+    np.testing.assert_array_equal(hv, out)
+
+
 def query_blocks(qid, order_of_queries):
     """Rows grouped by query, queries in the given order (contiguous input)."""
     return np.concatenate([np.flatnonzero(qid == q) for q in order_of_queries])
@@ -242,11 +282,11 @@ def test_contiguous_unsorted_and_scattered_inputs_agree(seed):
                                        atol=1e-13 * np.abs(r).max())
 
 
-def test_query_runs():
+def test_query_groups_runs():
     g = group_queries(np.array([5, 5, 2, 2, 2, 9]))
-    np.testing.assert_array_equal(tb.query_runs(g), [0, 2, 5, 6])
-    assert tb.query_runs(group_queries(np.array([1, 2, 1]))) is None
-    np.testing.assert_array_equal(tb.query_runs(group_queries(np.array([3]))),
+    np.testing.assert_array_equal(g.runs, [0, 2, 5, 6])
+    assert group_queries(np.array([1, 2, 1])).runs is None
+    np.testing.assert_array_equal(group_queries(np.array([3])).runs,
                                   [0, 1])
 
 

@@ -497,6 +497,31 @@ def test_sort_by_score_ties_and_nan_both_paths(m):
         np.testing.assert_array_equal(perm, np.argsort(z, kind="stable"))
 
 
+@pytest.mark.parametrize("m", [kos.SMALL_QUERY + 1, 120, 700])
+@pytest.mark.parametrize("case", ["increasing", "steps", "signed zeros",
+                                  "last out of place", "first out of place",
+                                  "decreasing"])
+def test_sort_by_score_inputs_already_in_order(m, case):
+    """A query longer than SMALL_QUERY whose scores are already in order
+    (ties included, -0.0 beside 0.0) is taken as it is; one out of place
+    sends it to the mergesort: both give the stable argsort."""
+    rng = np.random.default_rng(m)
+    z = {"increasing": np.sort(rng.normal(size=m)),
+         "steps": np.repeat(np.arange(m // 3 + 1.0), 3)[:m],
+         "signed zeros": np.where(rng.random(m) < 0.5, -0.0, 0.0),
+         "last out of place": np.r_[np.arange(m - 1.0), -1.0],
+         "first out of place": np.r_[float(m), np.arange(m - 1.0)],
+         "decreasing": -np.arange(float(m))}[case]
+    qid = np.repeat([4, 9], [m, 5])
+    z = np.r_[z, [3.0, 1.0, 2.0, 1.0, 0.0]]
+    g = group_queries(qid)
+    perm = np.empty(len(z), dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    expected = np.r_[np.argsort(z[:m], kind="stable"),
+                     m + np.argsort(z[m:], kind="stable")]
+    np.testing.assert_array_equal(perm, expected)
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(1, kos.RADIX_MIN + 600), min_size=1, max_size=3),
@@ -1198,3 +1223,107 @@ def test_direct_sweep_and_tree_equal_brute_force(inst):
         if k <= 2:
             np.testing.assert_array_equal(res[0], res[1])
     check_tree_accuracy(z, t, y, qid, margin)
+
+
+# --------------------------------------------------------------------------
+# queries of equal scores (every one at w = 0): no sweep, the same bits
+# --------------------------------------------------------------------------
+
+
+@njit
+def _tied_and_swept(z, level, perm, lo, n, k, margin):
+    """One query through _value_dz_tied and through the sweeps of
+    _value_dz_query (forced), with the outputs of each."""
+    size = len(z)
+    p = 1
+    while p < k:
+        p *= 2
+    outs = []
+    for path in range(2):
+        lp = np.full(size, -1, dtype=np.int64)
+        lm = np.full(size, -1, dtype=np.int64)
+        dz = np.full(size, np.nan)
+        sweep = np.full((4, size), -1, dtype=np.int64)
+        cnt = np.zeros(2 * p + 2, dtype=np.int64)
+        s1h = np.zeros(2 * p + 2)
+        s1l = np.zeros(2 * p + 2)
+        s2h = np.zeros(2 * p + 2)
+        s2l = np.zeros(2 * p + 2)
+        acc = np.zeros(5 * LANES)
+        zb, zs, rh, rl = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        lb = np.empty(n, dtype=np.int64)
+        if path == 0:
+            vh, vl = kos._value_dz_tied(level, perm, lo, n, k, margin, lp, lm,
+                                        dz, sweep, 0.25, -1e-20, cnt, s1h, s1l,
+                                        s2h)
+        else:
+            vh, vl, _ = kos._value_dz_query(
+                z, level, perm, lo, n, k, margin, lp, lm, dz, sweep, 0.25,
+                -1e-20, cnt, s1h, s1l, s2h, s2l, acc, zb, zs, lb, rh, rl, zb,
+                0, 0, 0)
+        # the tree's "no sibling" slot (0) must stay 0 for the next query
+        slot0 = np.array([float(cnt[0]), s1h[0], s1l[0], s2h[0]])
+        outs.append((np.array([vh, vl]), lp, lm, dz, sweep, slot0))
+    return outs
+
+
+@PROPERTY
+@given(st.integers(1, 150), st.integers(2, 2 * kos.DIRECT_LEVELS + 3),
+       st.sampled_from([0.0, -0.0, 1.0, -3.75, 1e-310, -1e200, 2.0**60]),
+       st.sampled_from([1.0, 0.5, 1.0 / 3.0, 1e-9, 7.25, 3e5]),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_tied_query_equals_the_sweeps_bit_for_bit(n, k, value, margin,
+                                                  mixed_zeros, seed):
+    """A query whose scores are all equal: _value_dz_tied gives the loss,
+    counts, dz and sweep record of the sweeps (direct lanes for k <=
+    DIRECT_LEVELS, the tree above) bit for bit, also with -0.0 and 0.0
+    mixed, subnormal or huge scores, and margins whose products round."""
+    rng = np.random.default_rng(seed)
+    k = min(k, n) if n >= 2 else 2
+    labels = np.concatenate([np.arange(k), rng.integers(0, k, max(n - k, 0))])
+    y = rng.permutation(labels)[:max(n, 2)].astype(float)
+    n = len(y)
+    z = np.full(n, value)
+    if mixed_zeros and value == 0.0:
+        z[rng.random(n) < 0.5] = -0.0
+    g = group_queries(np.zeros(n, dtype=np.int64))
+    level, nlev = query_levels(y, g.order, g.indptr)
+    perm = np.empty(n, dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, perm)
+    np.testing.assert_array_equal(perm, np.arange(n))  # stable: input order
+    tied, swept = _tied_and_swept(z, level, perm, 0, n, int(nlev[0]), margin)
+    for a, b in zip(tied[:5], swept[:5]):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert not np.any(tied[5]) and not np.any(swept[5])
+
+
+def test_value_kernel_takes_the_tied_path_per_query():
+    """value_dz_selection_tree on queries with equal scores beside queries
+    with distinct ones: the same bits as each query alone (the tied path
+    leaves the scratch the next query's sweep reads as it found it)."""
+    rng = np.random.default_rng(3)
+    sizes = [40, 7, 60, 1, 33]
+    qid = np.repeat(np.arange(5), sizes)
+    y = rng.integers(0, 9, len(qid)).astype(float)
+    z = rng.normal(size=len(qid))
+    z[qid == 0] = 2.5
+    z[qid == 2] = 0.0
+    out = {}
+    for name, qs in (("all", range(5)), *((q, [q]) for q in range(5))):
+        keep = np.isin(qid, list(qs))
+        g = group_queries(qid[keep])
+        level, nlev = query_levels(y[keep], g.order, g.indptr)
+        perm = np.empty(keep.sum(), dtype=np.int64)
+        kos.sort_by_score(z[keep], g.order, g.indptr, perm)
+        m = keep.sum()
+        lp, lm, dz = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
+        sweep = np.zeros((4, m), np.int64)
+        v = kos.value_dz_selection_tree(z[keep], level, nlev, perm, g.order,
+                                        g.indptr, 0.7, lp, lm, dz, sweep)
+        out[name] = (v, lp, lm, dz, sweep)
+    for q in range(5):
+        rows = slice(sum(sizes[:q]), sum(sizes[:q + 1]))
+        for a, b in zip(out["all"][1:4], out[q][1:4]):
+            np.testing.assert_array_equal(a[rows], b)
+    assert out["all"][0] == pytest.approx(sum(out[q][0] for q in range(5)),
+                                          rel=1e-15)

@@ -96,7 +96,6 @@ from .. import pairs as _pairs
 from .._layout import fold_files
 from .._validation import check_scores, ranking_problem
 from ..exceptions import DataError, DatasetNotFoundError
-from ..losses._tree_backend import query_runs
 from .registry import METHODS, SELECTION_METRICS, expand_grid, get_method
 from .scale import ScaleError, check_scale
 
@@ -795,7 +794,7 @@ def _run_task(task):
             n_features=train.n_features, max_query=int(train.groups.sizes.max()),
             data_bytes=fold.nbytes,
             # a sparse X takes the two-pass path: no copy
-            grouped=hasattr(train.X, "indptr") or query_runs(train.groups) is not None)
+            grouped=hasattr(train.X, "indptr") or train.groups.runs is not None)
         row.update(backend=guard.backend, est_peak_mb=guard.peak_bytes / 2**20)
         estimator = method.build(task.params)
         get_params = getattr(estimator, "get_params", None)  # any fit/predict object

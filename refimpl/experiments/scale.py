@@ -158,7 +158,7 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
         Bytes of the loaded fold (train, validation and test matrices).
     grouped : bool, optional
         Whether each training query's documents are adjacent rows
-        (``refimpl.losses._tree_backend.query_runs``; LETOR files).  If
+        (``QueryGroups.runs``; LETOR files).  If
         not, the one-pass tree backend works on a query-grouped copy of the
         training matrix, counted here when it makes one (dense ``X`` from
         ``ONE_PASS_MIN_BYTES`` to ``ONE_PASS_COPY_MAX_BYTES``).
@@ -256,7 +256,6 @@ def check_task(name, params, fold, n_pairs, available=None):
     Derived in: book/10_running_experiments.md#run-scale-guard
     """
     from .._validation import group_queries
-    from ..losses._tree_backend import query_runs
 
     X, y, qid = fold.train
     groups = group_queries(qid, len(y))
@@ -266,4 +265,4 @@ def check_task(name, params, fold, n_pairs, available=None):
         data_bytes=sum(_nbytes(s[0]) for s in (fold.train, fold.vali, fold.test)),
         available=available,
         # a sparse X takes the two-pass path: no copy
-        grouped=hasattr(X, "indptr") or query_runs(groups) is not None)
+        grouped=hasattr(X, "indptr") or groups.runs is not None)

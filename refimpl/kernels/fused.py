@@ -57,7 +57,9 @@ from .ostree import (
     _rows_axpy,
     _sort_query,
     _sweep_rows,
+    _tied,
     _value_dz_query,
+    _value_dz_tied,
 )
 
 
@@ -194,7 +196,10 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
     ``dz_q`` of the selection tree
     (:func:`refimpl.kernels.ostree.value_dz_selection_tree`: the direct
     per-level sweep up to eight levels, the tree above, double-double
-    sums), then ``grad += X_q^T dz_q`` while ``X_q`` is in the cache.
+    sums; a query of equal scores without a sweep), then ``grad +=
+    X_q^T dz_q`` while ``X_q`` is in the cache.  (At ``w = 0``,
+    :class:`refimpl.losses._tree_backend._OnePassTree` needs neither the
+    scores nor this kernel: see its ``value_grad``.)
 
     Parameters
     ----------
@@ -262,6 +267,11 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
                 l_plus[r] = 0
                 l_minus[r] = 0
                 dz[r] = 0.0
+        elif _tied(z, perm, lo, hi):  # e.g. at w = 0: no sweep
+            vh, vl = _value_dz_tied(level, perm, lo, hi - lo, k, margin,
+                                    l_plus, l_minus, dz, sweep, vh, vl, cnt,
+                                    s1h, s1l, s2h)
+            pf = _rows_axpy(X, lo, hi, dz, grad, xf, pf, pf_end)
         else:
             vh, vl, pf = _value_dz_query(z, level, perm, lo, hi - lo, k,
                                          margin, l_plus, l_minus, dz, sweep,

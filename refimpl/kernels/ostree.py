@@ -126,7 +126,9 @@ def sort_by_score(z, order, indptr, perm):
 
     Queries of at most :data:`SMALL_QUERY` documents are insertion-sorted
     into ``perm`` with their scores in a preallocated buffer; longer ones go
-    through ``np.argsort(kind="mergesort")`` of a gathered copy.  Both are
+    through ``np.argsort(kind="mergesort")`` of a gathered copy, unless
+    their scores are already in order (e.g. all equal, at ``w = 0``), which
+    the gathering loop notices: then ``perm`` is ``order``.  All are
     stable with the same comparison (NaN last, as numba's float sort), and
     a stable sort's permutation is unique, so the result does not depend on
     the threshold.
@@ -151,8 +153,15 @@ def _sort_query(z, order, lo, hi, perm, zb):
     """
     n = hi - lo
     if n > SMALL_QUERY:
+        ordered = True
         for a in range(n):
             zb[a] = z[order[lo + a]]
+            if a > 0 and _lt(zb[a], zb[a - 1]):
+                ordered = False
+        if ordered:  # e.g. all equal, at w = 0: the stable sort is order
+            for a in range(n):
+                perm[lo + a] = order[lo + a]
+            return
         s = np.argsort(zb[:n], kind="mergesort")
         for a in range(n):
             perm[lo + a] = order[lo + s[a]]
@@ -1123,6 +1132,9 @@ def value_dz_selection_tree(
         Output: the sweep record (:func:`record_sweeps`), for
         :func:`hess_dz_selection_tree` at the same ``z``.
 
+    A query whose scores are all equal (every query at ``w = 0``) takes
+    :func:`_value_dz_tied`: no sweep, the same bits.
+
     Returns
     -------
     float
@@ -1167,11 +1179,27 @@ def value_dz_selection_tree(
                 l_minus[i] = 0
                 dz[i] = 0.0
             continue
+        if _tied(z, perm, lo, hi):
+            vh, vl = _value_dz_tied(level, perm, lo, n, k, margin, l_plus,
+                                    l_minus, dz, sweep, vh, vl, cnt, s1h, s1l,
+                                    s2h)
+            continue
         vh, vl, _ = _value_dz_query(z, level, perm, lo, n, k, margin, l_plus,
                                     l_minus, dz, sweep, vh, vl, cnt, s1h, s1l,
                                     s2h, s2l, acc, zb, zs, lb, rh, rl, zb, 0,
                                     0, 0)
     return vh + vl
+
+
+@njit(inline="always")
+def _tied(z, perm, lo, hi):
+    """Whether a query's scores, sorted in ``perm[lo:hi]``, are all equal and finite.
+
+    Then :func:`_value_dz_tied` applies (NaN sorts last, so a NaN makes
+    the ends differ).
+    """
+    first = z[perm[lo]]
+    return first == z[perm[hi - 1]] and np.isfinite(first)
 
 
 @njit(inline="always")
@@ -1195,24 +1223,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
     by ``pf_step`` elements per document and sweep); ``pf_step = 0``
     switches it off.
     """
-    for a in range(n):
-        j = perm[lo + a]
-        zb[a] = z[j]
-        lb[a] = level[j]
-        sweep[SW_LEVEL, lo + a] = level[j]
-    # Sums are taken of z - sh, sh the query's median score, when every
-    # such difference is exact (TwoSum error 0, e.g. all scores within a
-    # factor 2 of sh): a common offset then costs nothing, in accuracy or
-    # in range (z^2 overflows near 1e154).  Otherwise sh = 0.  Membership
-    # is always decided on the raw scores zb.
-    sh = zb[n // 2]
-    for a in range(n):
-        d, e = _two_sum(zb[a], -sh)
-        if e != 0.0 or not np.isfinite(d):
-            sh = 0.0
-            break
-    for a in range(n):
-        zs[a] = zb[a] - sh
+    _gather_shift(z, level, perm, lo, n, sweep, zb, zs, lb)
     p = 1
     while p < k:
         p *= 2
@@ -1275,15 +1286,7 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
             rh[a] = 0.0
             rl[a] = 0.0
             continue
-        ah, al = _two_sum(margin, zs[a])
-        cf = float(c)
-        ph, pl = _dd_scale_count(cf, ah, al)  # c a
-        g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
-        rh[a], rl[a] = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
-        # V = a (c a - 2 S1) + S2
-        bh, bl = _dd_add(ph, pl, -2.0 * g1, -2.0 * g1e)
-        xh, xl = _dd_mul(ah, al, bh, bl)
-        xh, xl = _dd_add(xh, xl, g2, g2e)
+        rh[a], rl[a], xh, xl = _up_terms(c, zs[a], margin, g1, g1e, g2, g2e)
         vh, vl = _dd_add(vh, vl, xh, xl)
     # ---- l^-, rho^- : decreasing z, left siblings ---------------------
     acc[: 3 * LANES] = 0.0
@@ -1327,13 +1330,122 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         i = perm[lo + a]
         l_minus[i] = c
         sweep[SW_COUNT, lo + a] = l_plus[i] + c
-        # rho^- = c (margin - z_i) + S1 ; dz_i = 2 (rho^+ - rho^-)
-        dh, dl = _two_sum(margin, -zs[a])
-        ph, pl = _dd_scale_count(float(c), dh, dl)
-        ph, pl = _dd_add(ph, pl, g1, g1e)
-        ph, pl = _dd_add(rh[a], rl[a], -ph, -pl)
-        dz[i] = 2.0 * (ph + pl)
+        dz[i] = _down_dz(c, zs[a], margin, g1, g1e, rh[a], rl[a])
     return vh, vl, pf
+
+
+@njit(inline="always")
+def _gather_shift(z, level, perm, lo, n, sweep, zb, zs, lb):
+    """A query's scores ``zb``, shifted scores ``zs`` and levels ``lb`` in score order.
+
+    Also records the levels in ``sweep[SW_LEVEL]``.  Sums are taken of
+    ``z - sh``, ``sh`` the query's median score, when every such difference
+    is exact (TwoSum error 0, e.g. all scores within a factor 2 of ``sh``):
+    a common offset then costs nothing, in accuracy or in range (``z^2``
+    overflows near 1e154).  Otherwise ``sh = 0``.  Membership is always
+    decided on the raw scores ``zb``.
+    """
+    for a in range(n):
+        j = perm[lo + a]
+        zb[a] = z[j]
+        lb[a] = level[j]
+        sweep[SW_LEVEL, lo + a] = level[j]
+    sh = zb[n // 2]
+    for a in range(n):
+        d, e = _two_sum(zb[a], -sh)
+        if e != 0.0 or not np.isfinite(d):
+            sh = 0.0
+            break
+    for a in range(n):
+        zs[a] = zb[a] - sh
+
+
+@njit(inline="always")
+def _up_terms(c, zsa, margin, g1, g1e, g2, g2e):
+    """The upward sweep's terms of one document with ``c = l_i^+ > 0``.
+
+    With ``a = margin + z_i`` and the sums ``S1 = g1 + g1e``, ``S2 = g2 +
+    g2e`` of ``z_j``, ``z_j^2`` over its ``c`` active ``j`` above: returns
+    ``rho^+ = c a - S1`` and its loss term ``V = a (c a - 2 S1) + S2``,
+    both double-double.  Shared by :func:`_value_dz_query` and
+    :func:`_value_dz_tied`, so both give the same bits.
+    """
+    ah, al = _two_sum(margin, zsa)
+    ph, pl = _dd_scale_count(float(c), ah, al)  # c a
+    g1, g1e = _dd_add(g1, g1e, 0.0, 0.0)
+    rh, rl = _dd_add(ph, pl, -g1, -g1e)  # rho^+ = c a - S1
+    # V = a (c a - 2 S1) + S2
+    bh, bl = _dd_add(ph, pl, -2.0 * g1, -2.0 * g1e)
+    xh, xl = _dd_mul(ah, al, bh, bl)
+    xh, xl = _dd_add(xh, xl, g2, g2e)
+    return rh, rl, xh, xl
+
+
+@njit(inline="always")
+def _down_dz(c, zsa, margin, g1, g1e, rh, rl):
+    """``dz_i = 2 (rho^+ - rho^-)`` of one document, ``c = l_i^-``.
+
+    ``rho^- = c (margin - z_i) + S1``, ``S1 = g1 + g1e`` the sum of its
+    ``c`` active ``z_j`` below; ``rho^+ = rh + rl``.  Shared as
+    :func:`_up_terms`.
+    """
+    dh, dl = _two_sum(margin, -zsa)
+    ph, pl = _dd_scale_count(float(c), dh, dl)
+    ph, pl = _dd_add(ph, pl, g1, g1e)
+    ph, pl = _dd_add(rh, rl, -ph, -pl)
+    return 2.0 * (ph + pl)
+
+
+@njit(inline="always")
+def _value_dz_tied(level, perm, lo, n, k, margin, l_plus, l_minus, dz, sweep,
+                   vh, vl, cnt, xh, xl, dzl):
+    """:func:`_value_dz_query` on a query whose scores are all equal and finite.
+
+    With every ``z_i`` equal, ``margin - (z_j - z_i) = margin > 0`` makes
+    every pair of the query active: each sweep inserts the whole query
+    before its first document, so ``l_i^+`` and ``l_i^-`` are the numbers
+    of documents of a higher and of a lower level, the sums of the shifted
+    scores (``z_j - sh`` with ``sh`` one of the scores: all zero) are
+    ``+0.0`` as the lanes and the tree hold them, and ``margin + (z_i -
+    sh)`` is ``margin`` exactly.  So every document of one level has the
+    same terms (:func:`_up_terms`, :func:`_down_dz`, computed once per
+    level with the sweeps' arguments); the loss adds them document by
+    document in score order, as the sweep does: the same bits in
+    O(l_q + k_q), with no sort needed before (the stable sort of equal
+    scores is the query's order).  This is every query at ``w = 0``, a
+    solver's usual start.  Scratch: ``cnt`` (``k + 1`` integers; ``cnt[0]``
+    stays 0) and ``xh, xl, dzl`` (``k + 1`` values; slot 0 untouched, as
+    the tree's "no sibling" slot must stay 0).
+    """
+    cnt[: k + 1] = 0
+    for a in range(n):
+        cnt[level[perm[lo + a]] + 1] += 1
+    for m in range(k):  # cnt[m]: documents of a level below m
+        cnt[m + 1] += cnt[m]
+    for m in range(k):
+        cp = n - cnt[m + 1]  # documents of a higher level
+        rh = 0.0
+        rl = 0.0
+        xh[m + 1] = 0.0
+        xl[m + 1] = 0.0
+        if cp > 0:
+            rh, rl, xh[m + 1], xl[m + 1] = _up_terms(cp, 0.0, margin, 0.0,
+                                                     0.0, 0.0, 0.0)
+        dzl[m + 1] = _down_dz(cnt[m], 0.0, margin, 0.0, 0.0, rh, rl)
+    for a in range(n):
+        i = perm[lo + a]
+        m = level[i]
+        cp = n - cnt[m + 1]
+        l_plus[i] = cp
+        l_minus[i] = cnt[m]
+        dz[i] = dzl[m + 1]
+        sweep[SW_UP, lo + a] = n
+        sweep[SW_DOWN, lo + a] = 0
+        sweep[SW_LEVEL, lo + a] = m
+        sweep[SW_COUNT, lo + a] = cp + cnt[m]
+        if cp > 0:
+            vh, vl = _dd_add(vh, vl, xh[m + 1], xl[m + 1])
+    return vh, vl
 
 
 # --------------------------------------------------------------------------

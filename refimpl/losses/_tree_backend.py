@@ -271,26 +271,6 @@ class _TreeBackend:
         return int(self.l_plus.sum())
 
 
-def query_runs(groups):
-    """Row boundaries of the queries if each one's rows are adjacent, else ``None``.
-
-    ``groups.order`` lists query ``q``'s documents in input order, so query
-    ``q`` occupies adjacent rows exactly when ``order[indptr[q] + a] =
-    order[indptr[q]] + a`` for every ``a``.  Then the queries, in order of
-    appearance, partition the rows, and the sorted first rows plus ``n`` are
-    the boundaries.  LETOR files list each query's documents together
-    (sorted by qid or not), so this holds for them.
-    """
-    order = np.asarray(groups.order)
-    indptr = np.asarray(groups.indptr)
-    sizes = np.diff(indptr)
-    starts = order[indptr[:-1]]
-    expected = np.repeat(starts - indptr[:-1], sizes) + np.arange(len(order))
-    if not np.array_equal(order, expected):
-        return None
-    return np.append(np.sort(starts), len(order)).astype(np.int64)
-
-
 class _OnePassTree(_TreeBackend):
     """The selection-tree backend with one pass over ``X`` per call.
 
@@ -304,8 +284,9 @@ class _OnePassTree(_TreeBackend):
 
     Internally the documents are the rows of ``self.X``, each query's rows
     adjacent.  When the input already lists every query's documents
-    together (:func:`query_runs`), ``self.X`` is the caller's ``X`` (no
-    copy) and the internal order is the input order; otherwise ``self.X``
+    together (:attr:`~refimpl._validation.QueryGroups.runs`), ``self.X``
+    is the caller's ``X`` (no copy) and the internal order is the input
+    order; otherwise ``self.X``
     is the query-grouped copy ``X[groups.order]`` (``copy_bytes`` of extra
     memory) and :meth:`to_rows` / :meth:`from_rows` translate score
     vectors.
@@ -322,7 +303,7 @@ class _OnePassTree(_TreeBackend):
 
     def __init__(self, X, margin, y, groups):
         n = X.shape[0]
-        runs = query_runs(groups)
+        runs = groups.runs
         if runs is None:
             self.rows = np.ascontiguousarray(groups.order, dtype=np.int64)
             Xr = np.take(X, self.rows, axis=0)
@@ -368,7 +349,29 @@ class _OnePassTree(_TreeBackend):
 
         Afterwards ``z`` (internal order), ``perm``, ``l_plus``, ``l_minus``
         and ``dz`` hold the state at ``w``, as after :meth:`value_dz`.
+
+        At ``w = 0`` (a solver's usual start) every score is ``+0.0``
+        (``X`` is finite, and :func:`~refimpl.kernels.fused.row_dots`
+        starts its sums at ``+0.0``), so the state comes from the scores
+        alone (the stable sort of equal scores is the input order, and a
+        query of equal scores needs no sweep,
+        :func:`~refimpl.kernels.ostree.value_dz_selection_tree`),
+        and the pass over ``X`` is the one of
+        :func:`~refimpl.kernels.fused.scores_grad_one_pass`, four rows at
+        a time, not query by query: the same bits in about half the time.
         """
+        if not np.any(w):
+            self._zbuf[:] = 0.0
+            self.perm[:] = self.order  # the stable sort of equal scores
+            value = max(float(value_dz_selection_tree(
+                self._zbuf, self.level, self.nlev, self.perm, self.order,
+                self.indptr, self.margin, self.l_plus, self.l_minus, self.dz,
+                self.sweep)), 0.0)
+            scores_grad_one_pass(self.X, w, self.dz, self._zbuf,
+                                 self.gradient)
+            self.z = self._zbuf
+            self._pending = None
+            return value, self.gradient
         value = value_grad_one_pass(self.X, w, self.level, self.nlev,
                                     self.indptr, self.margin, self._zbuf,
                                     self.perm, self.l_plus, self.l_minus,

@@ -32,7 +32,6 @@ from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
     _OnePassTree,
     _TreeBackend,
-    query_runs,
 )
 
 BACKENDS = ("auto", "pairs", "numpy", "tree")
@@ -398,7 +397,7 @@ class PairwiseSquaredHinge(CachedObjective):
             return True
         if self.X.nbytes < ONE_PASS_MIN_BYTES:
             return False
-        if query_runs(self.groups) is not None:
+        if self.groups.runs is not None:
             return True
         return self.X.nbytes <= ONE_PASS_COPY_MAX_BYTES
 

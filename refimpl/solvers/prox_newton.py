@@ -165,15 +165,13 @@ def _tree_hessian(parts, w):
     ``benchmarks/bench_mslr_scale.py`` times the fits).  The active
     set is that of the explicit pairs at the same scores.
     """
-    from ..losses._tree_backend import query_runs
-
     c, loss = parts
     X = loss.X
     d = X.shape[1]
     z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
     y = np.ascontiguousarray(loss.y, dtype=np.float64)
     groups = loss.groups
-    runs = query_runs(groups)
+    runs = groups.runs
     if runs is None:
         bounds, rows = np.asarray(groups.indptr, dtype=np.int64), groups.order
     else:
