@@ -31,7 +31,11 @@ Three experiments, every number a ratio measured side by side in one run
    ``w`` is the RankSVM solution (``tol=1e-3``; C = 2^7 for MQ2008, Lee &
    Lin's Table 3, C = 1 for the synthetic set), so the active set is a
    realistic one; the one-pass time is split into its parts (the tree
-   kernels alone on cached scores, the mat-vecs).
+   kernels alone on cached scores, the mat-vecs).  Also the value +
+   gradient at ``w = 0``, TRON's start (every score 0: no sort, no sweep,
+   ``X^T dz`` four rows at a time), against the one-pass kernel run there,
+   and the per-query sort from scratch (``sort_by_score``: buckets)
+   against a mergesort per query, its previous path.
 
 3. **Crossover for ``backend="auto"``.**  Fixed number of documents
    (``--cross-docs``, default 60,000; ``make_synthetic_letor``, 46
@@ -59,6 +63,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _letor import mq2008_fold1_train
@@ -67,7 +72,8 @@ from _timing import interleaved
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import RankSVM
-from refimpl.kernels.ostree import hess_dz_selection_tree
+from refimpl.kernels.fused import value_grad_one_pass
+from refimpl.kernels.ostree import hess_dz_selection_tree, sort_by_score
 from refimpl.losses import PairwiseSquaredHinge
 
 #: column label -> (backend, tree_method)
@@ -231,6 +237,18 @@ def matvec_datasets():
     yield "synthetic 301,916 x 136, 2,500 queries, 5 levels", X, y, qid, 1.0
 
 
+@njit(cache=True)
+def mergesort_by_query(z, order, indptr, perm):
+    """The stable per-query sort by ``np.argsort(kind="mergesort")``:
+    ``sort_by_score``'s path for queries of more than 32 documents before
+    its bucket sort, kept here to time the two side by side."""
+    for q in range(len(indptr) - 1):
+        lo, hi = indptr[q], indptr[q + 1]
+        s = np.argsort(z[order[lo:hi]], kind="mergesort")
+        for a in range(hi - lo):
+            perm[lo + a] = order[lo + s[a]]
+
+
 def hessvec_vs_matvecs(args):
     print("\n[2] One pass over X: hess_vec and value+grad (tree backend, "
           "selection tree; vector lanes below nine levels) as multiples "
@@ -254,11 +272,25 @@ def matvec_case(name, X, y, qid, C, rounds):
     t = imp.to_rows(X @ s)
     z = imp.z.copy()
     out = np.empty(X.shape[0])
+    perm = np.empty(X.shape[0], dtype=np.int64)
 
-    def value_grad(L):
+    def value_grad(L, at=w):
         L._w = None  # a fresh evaluation each call
-        L.fun(w)
-        return L.grad(w)
+        L.fun(at)
+        return L.grad(at)
+
+    zero = np.zeros(X.shape[1])
+    scratch = (np.empty(X.shape[0]), np.empty(X.shape[0], dtype=np.int64),
+               np.empty(X.shape[0], dtype=np.int64),
+               np.empty(X.shape[0], dtype=np.int64), np.empty(X.shape[0]),
+               np.zeros((4, X.shape[0]), dtype=np.int64),
+               np.empty(X.shape[1]))
+
+    def kernel_at_zero():  # the one-pass kernel itself: scores, sorts, sweeps
+        zb, perm, lp, lm, dz, sweep, g = scratch
+        return value_grad_one_pass(imp.X, zero, imp.level, imp.nlev,
+                                   imp.indptr, one.margin, zb, perm, lp, lm,
+                                   dz, sweep, g)
 
     parts = {
         "hess_vec 1 pass": lambda: one.hess_vec(s),
@@ -267,6 +299,11 @@ def matvec_case(name, X, y, qid, C, rounds):
         "X^T u": lambda: X.T @ u,
         "value+grad 1 pass": lambda: value_grad(one),
         "value+grad 2 pass": lambda: value_grad(two),
+        "value+grad 1 pass, w = 0": lambda: value_grad(one, zero),
+        "one-pass kernel, w = 0": kernel_at_zero,
+        "sort, buckets": lambda: sort_by_score(z, imp.order, imp.indptr, perm),
+        "sort, mergesort": lambda: mergesort_by_query(z, imp.order,
+                                                      imp.indptr, perm),
         "tree hess_dz": lambda: hess_dz_selection_tree(
             t, imp.nlev, imp.perm, imp.order, imp.indptr, imp.sweep, out),
         "sort+tree value_dz": lambda: imp.value(z),
@@ -289,6 +326,15 @@ def matvec_case(name, X, y, qid, C, rounds):
     print(f"    of which the tree alone (cached scores): hess_dz "
           f"{b['tree hess_dz'] * 1e3:.3f} ms, sort + value_dz "
           f"{b['sort+tree value_dz'] * 1e3:.3f} ms")
+    sb, sm = b["sort, buckets"], b["sort, mergesort"]
+    print(f"    each query sorted from scratch (the first trial point of a "
+          f"fit): sort_by_score {sb * 1e3:.3f} ms, a mergesort per query "
+          f"(its previous path) {sm * 1e3:.3f} ms: {sb / sm:.2f}x")
+    z0, k0 = b["value+grad 1 pass, w = 0"], b["one-pass kernel, w = 0"]
+    print(f"    value+grad at w = 0 (TRON's start: equal scores, no sort or "
+          f"sweep, X^T dz four rows at a time) {z0 * 1e3:.3f} ms; the "
+          f"one-pass kernel there (scores, sort, sweeps per query) "
+          f"{k0 * 1e3:.3f} ms: {z0 / k0:.2f}x")
 
 
 # --------------------------------------------------------------------------

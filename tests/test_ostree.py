@@ -497,6 +497,55 @@ def test_sort_by_score_ties_and_nan_both_paths(m):
         np.testing.assert_array_equal(perm, np.argsort(z, kind="stable"))
 
 
+@njit
+def _bucket_sorted(z):
+    """_bucket_sort_query on one query of scores ``z``: (accepted, perm)."""
+    n = len(z)
+    order = np.arange(n)
+    perm = np.full(n, -1)
+    zb = z.copy()
+    kb, ib = np.empty(n), np.empty(n, dtype=np.int64)
+    cnt = np.empty(n + 1, dtype=np.int64)
+    ok = kos._bucket_sort_query(order, 0, n, perm, zb, kb, ib, cnt)
+    return ok, perm
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(kos.SMALL_QUERY + 1, 3000), st.integers(0, 2**31 - 1),
+       st.sampled_from(["normal", "wide", "tiny", "ties", "signed zeros",
+                        "bunched", "extremes", "non-finite", "subnormal"]))
+def test_bucket_sort_is_the_stable_sort_or_declines(n, seed, kind):
+    """The bucket sort of long queries: where it accepts, the stable
+    argsort (ties in input order, -0.0 equal to 0.0); it declines on a
+    non-finite score or range and on scores bunched in a few buckets
+    (more than BUCKET_MOVES moves per document), and sort_by_score, which
+    then takes the mergesort, is the stable argsort either way."""
+    rng = np.random.default_rng(seed)
+    z = {"normal": rng.normal(size=n),
+         "wide": rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n),
+         "tiny": rng.normal(size=n) * 1e-300,
+         "ties": rng.integers(-3, 4, n).astype(float),
+         "signed zeros": np.where(rng.random(n) < 0.5, -0.0, 0.0)
+         + np.where(rng.random(n) < 0.1, 1.0, 0.0),
+         "bunched": rng.standard_cauchy(n) ** 5,
+         "extremes": np.r_[1.7e308, -1.7e308, rng.normal(size=n)][:n],
+         "non-finite": np.r_[rng.normal(size=n - 1), np.inf],
+         "subnormal": rng.integers(-40, 40, n) * 5e-324}[kind]
+    ok, perm = _bucket_sorted(z)
+    expected = np.argsort(z, kind="stable")
+    if ok:
+        np.testing.assert_array_equal(perm, expected)
+    if kind in ("extremes", "non-finite"):
+        assert not ok
+    if kind in ("normal", "ties"):
+        assert ok  # spread scores: O(l) moves
+    g = group_queries(np.zeros(n, dtype=np.int64))
+    got = np.empty(n, dtype=np.int64)
+    kos.sort_by_score(z, g.order, g.indptr, got)
+    np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("m", [kos.SMALL_QUERY + 1, 120, 700])
 @pytest.mark.parametrize("case", ["increasing", "steps", "signed zeros",
                                   "last out of place", "first out of place",

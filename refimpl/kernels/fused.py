@@ -56,6 +56,7 @@ from .ostree import (
     _prefix_only,
     _rows_axpy,
     _sort_query,
+    _sort_scratch,
     _sweep_rows,
     _tied,
     _value_dz_query,
@@ -248,6 +249,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
     lb = np.empty(lmax, dtype=np.int64)
     rh = np.empty(lmax)
     rl = np.empty(lmax)
+    _, kb, ib, cnt_sort = _sort_scratch(indptr)
     rows = np.arange(X.shape[0])  # the documents are the rows
     xf = X.reshape(-1)
     nq = len(indptr) - 1
@@ -260,7 +262,7 @@ def value_grad_one_pass(X, w, level, nlev, indptr, margin, z, perm, l_plus,
         for r in range(lo, hi):
             z[r] = row_dot(X, r, w)
         pf, pf_end, step = _next_rows(X, indptr, q, hi - lo)
-        _sort_query(z, rows, lo, hi, perm, zb)
+        _sort_query(z, rows, lo, hi, perm, zb, kb, ib, cnt_sort)
         k = nlev[q]
         if k <= 1:
             for r in range(lo, hi):
