@@ -183,17 +183,27 @@ def _sort_query(z, order, lo, hi, perm, zb, kb, ib, cnt):
         for a in range(n):
             perm[lo + a] = order[lo + s[a]]
         return
-    # insertion sort; shifting only past strictly larger keys is stable
     for a in range(n):
         j = order[lo + a]
-        v = z[j]
-        b = a - 1
-        while b >= 0 and _lt(v, zb[b]):
-            zb[b + 1] = zb[b]
-            perm[lo + b + 1] = perm[lo + b]
-            b -= 1
-        zb[b + 1] = v
-        perm[lo + b + 1] = j
+        _insert_sorted(z[j], j, a, zb, perm, lo)
+
+
+@njit(inline="always")
+def _insert_sorted(v, j, a, keys, perm, lo):
+    """Insert score ``v`` of document ``j`` into the sorted ``keys[:a]``, ``perm[lo:lo + a]``.
+
+    One step of an insertion sort; shifting only past strictly larger keys
+    (:func:`_lt`) keeps equal ones in arrival order, so it is stable.
+    Returns the number of entries moved.
+    """
+    b = a - 1
+    while b >= 0 and _lt(v, keys[b]):
+        keys[b + 1] = keys[b]
+        perm[lo + b + 1] = perm[lo + b]
+        b -= 1
+    keys[b + 1] = v
+    perm[lo + b + 1] = j
+    return a - 1 - b
 
 
 @njit(inline="always")
@@ -238,18 +248,9 @@ def _bucket_sort_query(order, lo, n, perm, zb, kb, ib, cnt):
         ib[c] = order[lo + a]
     budget = BUCKET_MOVES * n
     for a in range(n):
-        v = kb[a]
-        j = ib[a]
-        c = a - 1
-        while c >= 0 and _lt(v, kb[c]):
-            kb[c + 1] = kb[c]
-            perm[lo + c + 1] = perm[lo + c]
-            c -= 1
-        budget -= a - 1 - c
+        budget -= _insert_sorted(kb[a], ib[a], a, kb, perm, lo)
         if budget < 0:
             return False
-        kb[c + 1] = v
-        perm[lo + c + 1] = j
     return True
 
 
