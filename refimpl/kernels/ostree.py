@@ -216,9 +216,10 @@ def _bucket_sort_query(order, lo, n, perm, zb, kb, ib, cnt):
     never invert two scores, so the buckets are in score order, and equal
     scores share one.  A counting sort by bucket (stable) into ``kb``,
     ``ib``, then an insertion sort of the whole, whose inversions all lie
-    inside buckets: O(l_q) for scores spread as a solver's are (4.9 ms
-    against 14.0 ms for the mergesort, 301,916 x 136, queries of about
-    120 documents).  Returns ``False`` (and the caller sorts otherwise)
+    inside buckets: O(l_q) for scores spread as a solver's are (5.2 ms
+    against 12.8 ms for a mergesort per query on the 301,916 x 136
+    problem, queries of about 120 documents: ``benchmarks/bench_hessvec.py``
+    part 2).  Returns ``False`` (and the caller sorts otherwise)
     for a non-finite score or range, or when the insertion sort would
     move more than :data:`BUCKET_MOVES` times per document (scores
     bunched in few buckets), which bounds its cost.
@@ -1198,7 +1199,9 @@ def value_dz_selection_tree(
 
     and the downward sweep ``rho_i^- = sum_{j in SV_i^-} r_ij`` likewise;
     the loss is ``sum_i V_i`` (each pair is counted once, at its lower
-    label) and ``dz_i = 2 (rho_i^+ - rho_i^-)``.
+    label) and ``dz_i = 2 (rho_i^+ - rho_i^-)``.  A query whose scores are
+    all equal (every query at ``w = 0``) takes :func:`_value_dz_tied`: no
+    sweep, the same bits.
 
     Parameters
     ----------
@@ -1213,9 +1216,6 @@ def value_dz_selection_tree(
     sweep : ndarray of int64, shape (4, n)
         Output: the sweep record (:func:`record_sweeps`), for
         :func:`hess_dz_selection_tree` at the same ``z``.
-
-    A query whose scores are all equal (every query at ``w = 0``) takes
-    :func:`_value_dz_tied`: no sweep, the same bits.
 
     Returns
     -------
@@ -1305,7 +1305,24 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
     by ``pf_step`` elements per document and sweep); ``pf_step = 0``
     switches it off.
     """
-    _gather_shift(z, level, perm, lo, n, sweep, zb, zs, lb)
+    for a in range(n):
+        j = perm[lo + a]
+        zb[a] = z[j]
+        lb[a] = level[j]
+        sweep[SW_LEVEL, lo + a] = level[j]
+    # Sums are taken of z - sh, sh the query's median score, when every
+    # such difference is exact (TwoSum error 0, e.g. all scores within a
+    # factor 2 of sh): a common offset then costs nothing, in accuracy or
+    # in range (z^2 overflows near 1e154).  Otherwise sh = 0.  Membership
+    # is always decided on the raw scores zb.
+    sh = zb[n // 2]
+    for a in range(n):
+        d, e = _two_sum(zb[a], -sh)
+        if e != 0.0 or not np.isfinite(d):
+            sh = 0.0
+            break
+    for a in range(n):
+        zs[a] = zb[a] - sh
     p = 1
     while p < k:
         p *= 2
@@ -1414,32 +1431,6 @@ def _value_dz_query(z, level, perm, lo, n, k, margin, l_plus, l_minus, dz,
         sweep[SW_COUNT, lo + a] = l_plus[i] + c
         dz[i] = _down_dz(c, zs[a], margin, g1, g1e, rh[a], rl[a])
     return vh, vl, pf
-
-
-@njit(inline="always")
-def _gather_shift(z, level, perm, lo, n, sweep, zb, zs, lb):
-    """A query's scores ``zb``, shifted scores ``zs`` and levels ``lb`` in score order.
-
-    Also records the levels in ``sweep[SW_LEVEL]``.  Sums are taken of
-    ``z - sh``, ``sh`` the query's median score, when every such difference
-    is exact (TwoSum error 0, e.g. all scores within a factor 2 of ``sh``):
-    a common offset then costs nothing, in accuracy or in range (``z^2``
-    overflows near 1e154).  Otherwise ``sh = 0``.  Membership is always
-    decided on the raw scores ``zb``.
-    """
-    for a in range(n):
-        j = perm[lo + a]
-        zb[a] = z[j]
-        lb[a] = level[j]
-        sweep[SW_LEVEL, lo + a] = level[j]
-    sh = zb[n // 2]
-    for a in range(n):
-        d, e = _two_sum(zb[a], -sh)
-        if e != 0.0 or not np.isfinite(d):
-            sh = 0.0
-            break
-    for a in range(n):
-        zs[a] = zb[a] - sh
 
 
 @njit(inline="always")
