@@ -19,14 +19,20 @@ sits beside it, in :mod:`refimpl._jsonfile`):
   the old file or the new one, and no temporary file is left behind
   whatever happens; ``durable=True`` also flushes the content to disk
   (``fsync``) before the rename, for files the project promises to keep
-  (committed snapshots), not for caches that can be recomputed.
+  (committed snapshots), not for caches that can be recomputed;
+* :func:`open_regular` and :func:`open_directory`: the one rule for every
+  path the package opens: a regular file (or a directory) only, checked on
+  the open descriptor, so that a FIFO, a device or a socket planted where a
+  file belongs is an error at once, never a hang.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import stat
 import time
 import uuid
 import warnings
@@ -44,6 +50,9 @@ __all__ = [
     "is_racy",
     "json_sha256",
     "load_digest_memo",
+    "NotRegularFileError",
+    "open_directory",
+    "open_regular",
     "stat_signature",
     "store_digest_memo",
 ]
@@ -56,10 +65,108 @@ RACY_NS = 2_000_000_000
 _CHUNK = 1 << 20
 
 
+class NotRegularFileError(DataError, OSError):
+    """A path the package opens is a FIFO, device, socket or directory.
+
+    Both a :class:`~refimpl.exceptions.DataError` (bad input, named) and an
+    :class:`OSError` (what ``open`` raises for a path it cannot use), so
+    that callers handling either see it.
+    """
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path, mode: str = "rb", *, follow_symlinks: bool = True,
+                 encoding: str | None = None):
+    """Open ``path`` for reading, refusing anything but a regular file.
+
+    The file is opened with ``O_NONBLOCK`` (so that opening a FIFO with no
+    writer returns at once instead of blocking forever) and its type is
+    checked on the descriptor with :func:`os.fstat` (so that the path cannot
+    be swapped between the check and the open); ``O_NONBLOCK`` is then
+    cleared.  ``follow_symlinks=False`` also refuses a symbolic link
+    (``O_NOFOLLOW``).  Only reading modes (``"rb"``, ``"r"``) are offered:
+    writes go through :func:`atomic_write`, which creates its own file.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    NotRegularFileError
+        ``path`` is a FIFO, device, socket or directory (or, with
+        ``follow_symlinks=False``, a symbolic link); the message names it.
+    OSError
+        Any other failure to open (permissions, ...).
+    """
+    if mode not in ("rb", "r"):
+        raise ValueError(f"open_regular reads only ('rb' or 'r'), not {mode!r}")
+    path = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise NotRegularFileError(
+                f"{path} is a symbolic link; a regular file is expected here"
+            ) from None
+        if isinstance(exc, IsADirectoryError):
+            raise NotRegularFileError(
+                f"{path} is a directory; a regular file is expected here") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(
+                f"{path} is {_kind_of(st.st_mode)}; a regular file is expected here")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    if mode == "r":
+        return io.TextIOWrapper(f, encoding=encoding or "utf-8")
+    return f
+
+
+def open_directory(path) -> int:
+    """A read-only descriptor of the directory ``path`` (for ``flock``).
+
+    Opened with ``O_NONBLOCK | O_DIRECTORY``, so that a FIFO or device at
+    ``path`` is refused at once (``NotRegularFileError``) instead of blocking.
+    """
+    path = os.fspath(path)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fd = os.open(path, flags)
+    except NotADirectoryError:
+        raise NotRegularFileError(f"{path} is not a directory") from None
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise NotRegularFileError(f"{path} is {_kind_of(st.st_mode)}, not a directory")
+    return fd
+
+
 def file_hash(path, algorithm: str = "sha256") -> str:
     """Hex digest of a file's content (``algorithm``: a :mod:`hashlib` name)."""
     digest = hashlib.new(algorithm)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(_CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -78,9 +78,11 @@ def read_json(path, schema=None, *, max_bytes=MAX_BYTES):
         Anything else: unreadable, not a regular file, too large, not UTF-8,
         not JSON, or not of the schema's shape.
     """
+    from ._io import open_regular  # _io imports this module
+
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             raw = f.read(max_bytes + 1)
     except FileNotFoundError:
         raise
