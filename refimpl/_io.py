@@ -23,7 +23,14 @@ sits beside it, in :mod:`refimpl._jsonfile`):
 * :func:`open_regular` and :func:`open_directory`: the one rule for every
   path the package opens: a regular file (or a directory) only, checked on
   the open descriptor, so that a FIFO, a device or a socket planted where a
-  file belongs is an error at once, never a hang.
+  file belongs is an error at once, never a hang;
+* :func:`read_regular` and :func:`read_exactly`: a whole file read into
+  memory with ``read()`` (never a shared memory map, whose pages vanish
+  when another process truncates the file, killing the reader with
+  ``SIGBUS``), a file that changes meanwhile being a
+  :class:`FileChangedError`;
+* :func:`remove_stale_tmp`: the temporary files of :func:`atomic_write`
+  that a killed process left in a folder, removed.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import time
 import uuid
@@ -45,7 +53,9 @@ __all__ = [
     "RACY_NS",
     "atomic_write",
     "atomic_write_json",
+    "check_regular",
     "file_digest",
+    "FileChangedError",
     "file_hash",
     "is_racy",
     "json_sha256",
@@ -53,6 +63,9 @@ __all__ = [
     "NotRegularFileError",
     "open_directory",
     "open_regular",
+    "read_exactly",
+    "read_regular",
+    "remove_stale_tmp",
     "stat_signature",
     "store_digest_memo",
 ]
@@ -63,6 +76,9 @@ __all__ = [
 #: its size and mtime with a new content.
 RACY_NS = 2_000_000_000
 _CHUNK = 1 << 20
+# read() size of read_exactly: large enough that the system call costs
+# nothing, small enough for any platform's read() limit.
+_READ_CHUNK = 1 << 26
 
 
 class NotRegularFileError(DataError, OSError):
@@ -74,6 +90,16 @@ class NotRegularFileError(DataError, OSError):
     """
 
 
+class FileChangedError(DataError):
+    """A file changed (was truncated, extended or rewritten) while it was read."""
+
+    def __init__(self, path, detail: str = ""):
+        detail = f" ({detail})" if detail else ""
+        super().__init__(f"{path} changed while it was read{detail}; run again "
+                         "once whatever writes it has finished")
+        self.path = os.fspath(path)
+
+
 def _kind_of(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"),
@@ -82,6 +108,21 @@ def _kind_of(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def check_regular(path, st: os.stat_result) -> os.stat_result:
+    """``st`` (the status of ``path``) if it is a regular file's.
+
+    Raises
+    ------
+    NotRegularFileError
+        Naming ``path`` and what it is (a FIFO, a directory, ...).
+    """
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFileError(
+            f"{os.fspath(path)} is {_kind_of(st.st_mode)}; a regular file is "
+            "expected here")
+    return st
 
 
 def open_regular(path, mode: str = "rb", *, follow_symlinks: bool = True,
@@ -124,10 +165,7 @@ def open_regular(path, mode: str = "rb", *, follow_symlinks: bool = True,
                 f"{path} is a directory; a regular file is expected here") from None
         raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(
-                f"{path} is {_kind_of(st.st_mode)}; a regular file is expected here")
+        check_regular(path, os.fstat(fd))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
@@ -163,6 +201,131 @@ def open_directory(path) -> int:
     return fd
 
 
+def _version(st: os.stat_result) -> tuple:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def read_exactly(f, out, path) -> None:
+    """Fill the writable buffer ``out`` from the binary file ``f``.
+
+    ``read()`` in chunks (``readinto``), never a memory map: a file
+    truncated meanwhile gives a short read, reported here, where a mapped
+    page would have vanished and killed the process with ``SIGBUS``.
+
+    Raises
+    ------
+    FileChangedError
+        The file ended before ``out`` was full (``path`` names it).
+    """
+    view = memoryview(out).cast("B")
+    done, total = 0, view.nbytes
+    while done < total:
+        n = f.readinto(view[done:done + _READ_CHUNK])
+        if not n:
+            raise FileChangedError(
+                path, f"it ended after {done:,} of the {total:,} bytes it had")
+        done += n
+
+
+def read_regular(path) -> tuple[bytearray, os.stat_result]:
+    """The whole content of the regular file ``path``, and its version.
+
+    Opened by :func:`open_regular` (a FIFO or device is refused at once),
+    read with :func:`read_exactly` into one buffer of the size
+    :func:`os.fstat` gives, then checked: nothing left to read, and size,
+    mtime, ctime and inode as at the start.  The bytes returned are
+    therefore one version of the file, the one the returned
+    :class:`os.stat_result` describes, even when another process truncates
+    or rewrites the file meanwhile.
+
+    Raises
+    ------
+    FileNotFoundError, NotRegularFileError
+        As :func:`open_regular`.
+    FileChangedError
+        The file was truncated, extended or modified while it was read.
+    """
+    with open_regular(path) as f:
+        st = os.fstat(f.fileno())
+        buf = bytearray(st.st_size)
+        read_exactly(f, buf, path)
+        if f.read(1):
+            raise FileChangedError(path, f"it grew past its {st.st_size:,} bytes")
+        if _version(os.fstat(f.fileno())) != _version(st):
+            raise FileChangedError(path, "it was modified")
+    return buf, st
+
+
+# The temporary name atomic_write gives: ".<name>.<pid>-<12 hex>.tmp".
+_TMP_NAME = re.compile(r"\..+\.([0-9]{1,10})-[0-9a-f]{12}\.tmp", re.DOTALL)
+#: A temporary file of a live process is removed after this many seconds
+#: (its PID may have been reused, or belong to another machine's process).
+TMP_MAX_AGE = 3600.0
+#: A temporary file whose process is gone is left alone for this many
+#: seconds: a process of another PID namespace (a container sharing the
+#: folder) may still be writing it.
+TMP_GRACE = 60.0
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, run by another user
+        return True
+    except (OverflowError, OSError):
+        return False
+    return True
+
+
+def remove_stale_tmp(folder, *, max_age: float = TMP_MAX_AGE,
+                     grace: float = TMP_GRACE) -> list[Path]:
+    """Remove the temporary files that killed writers left in ``folder``.
+
+    :func:`atomic_write` removes its temporary file whatever happens to the
+    writing process, except ``SIGKILL`` (or a power cut), which leave a
+    ``.<name>.<pid>-<hex>.tmp`` file behind.  This removes those (regular
+    files of exactly that name, nothing else) whose process is no longer
+    alive and which were not modified for ``grace`` seconds, and any older
+    than ``max_age`` seconds.  Call it before writing to a folder of
+    caches; a folder that does not exist, or a file that cannot be removed,
+    is skipped without an error (another process may be cleaning too).
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    folder = Path(folder)
+    removed = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP_NAME.fullmatch(entry.name)
+        if m is None:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        age = now - st.st_mtime
+        if age > max_age or (age > grace and not _pid_alive(int(m[1]))):
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(folder / entry.name)
+    return removed
+
+
 def file_hash(path, algorithm: str = "sha256") -> str:
     """Hex digest of a file's content (``algorithm``: a :mod:`hashlib` name)."""
     digest = hashlib.new(algorithm)
@@ -180,7 +343,10 @@ def json_sha256(obj) -> str:
 
 def stat_signature(path) -> tuple:
     """``(size, mtime_ns, ctime_ns, inode)``: what identifies a file's version."""
-    st = os.stat(path)
+    return _signature(os.stat(path))
+
+
+def _signature(st: os.stat_result) -> tuple:
     return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ctime_ns), int(st.st_ino))
 
 
@@ -204,11 +370,15 @@ def file_digest(path, memo: dict):
 
     Raises
     ------
-    DataError
+    NotRegularFileError
+        ``path`` is a FIFO, device, socket or directory (checked before the
+        memo is consulted, so a remembered hash never stands for one).
+    FileChangedError
         The file changed while it was being read.
     """
     path = os.path.abspath(path)
-    sig = stat_signature(path)
+    st = check_regular(path, os.stat(path))
+    sig = _signature(st)
     known = memo.get(path)
     if (known is not None and tuple(known["stat"]) == sig
             and not is_racy(known["stat"][1], known["hashed_ns"])):
@@ -216,8 +386,7 @@ def file_digest(path, memo: dict):
     started = time.time_ns()
     digest = file_hash(path)
     if stat_signature(path) != sig:
-        raise DataError(f"{path} changed while it was being read; run again once "
-                        "it is complete")
+        raise FileChangedError(path)
     memo[path] = {"stat": list(sig), "sha256": digest, "hashed_ns": started}
     return digest, sig
 

@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import json
 import math
-import mmap
 import numbers
 import os
 import re
@@ -156,19 +155,6 @@ class LetorFold:
 # --------------------------------------------------------------------------
 
 
-def _open_binary(path: Path, mode: str = "rb"):
-    """Open ``path`` the way sklearn does: by extension, ``.gz``/``.bz2``."""
-    suffix = path.suffix.lower()
-    if suffix == ".gz":
-        if "w" in mode:
-            # mtime=0: the same data gives byte-identical files.
-            return gzip.GzipFile(filename=str(path), mode=mode, mtime=0)
-        return gzip.open(path, mode)
-    if suffix == ".bz2":
-        return bz2.open(path, mode)
-    return open(path, mode)
-
-
 def _quote(line: bytes) -> str:
     text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
     if len(text) > _MAX_QUOTE:
@@ -184,28 +170,36 @@ def _data_cache_dir() -> Path:
 
 
 def _read_bytes(path: Path):
-    """The file's (decompressed) bytes as a uint8 array.
+    """The file's (decompressed) bytes, its bytes as stored, and its version.
 
-    Plain files are memory-mapped, so a large file is not copied.
+    The file is read into memory with ``read()`` (:func:`refimpl._io.read_regular`),
+    not memory-mapped: a mapped file truncated by another process kills the
+    reader with ``SIGBUS``, while a read sees a short file, which is an error
+    (:class:`refimpl._io.FileChangedError`), as is any other change during
+    the read.  ``.gz`` and ``.bz2`` files are decompressed from that copy,
+    their checksums verified.
+
+    Returns
+    -------
+    buf : read-only ndarray of uint8
+        What the parser reads (read-only like every buffer given to it: one
+        compiled kernel).
+    raw : bytes-like
+        The file's bytes (``buf``'s memory for a plain file), for its hash.
+    st : os.stat_result
+        The version of the file these bytes are.
     """
+    raw, st = _io.read_regular(path)
     suffix = path.suffix.lower()
+    data = raw
     if suffix in (".gz", ".bz2"):
         try:
-            with _open_binary(path) as f:
-                raw = f.read()
+            data = gzip.decompress(raw) if suffix == ".gz" else bz2.decompress(raw)
         except (gzip.BadGzipFile, zlib.error, EOFError, OSError, ValueError) as exc:
-            if isinstance(exc, (FileNotFoundError, PermissionError)):
-                raise
             raise DataError(f"{path}: cannot decompress the file ({exc})") from exc
-        return np.frombuffer(raw, dtype=np.uint8)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:  # read-only like the others: one compiled kernel
-            return np.frombuffer(b"", dtype=np.uint8)
-        # MAP_POPULATE: one call maps every page, not one fault per page
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        mm = mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-    return np.frombuffer(mm, dtype=np.uint8)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    buf.flags.writeable = False
+    return buf, raw, st
 
 
 def _count_newlines(buf: np.ndarray) -> int:
@@ -372,8 +366,9 @@ def _physical_memory() -> int:
 # --------------------------------------------------------------------------
 
 _CACHE_FORMAT = "refimpl-letor-cache"
-# Bump when the parser's result for some file changes.
-_CACHE_VERSION = 1
+# Bump when the parser's result for some file changes (2: a value beyond
+# float32's range is an error, where version 1 stored it as inf).
+_CACHE_VERSION = 2
 _CACHE_ARRAYS = ("X", "y", "qid", "comments")
 # A file whose mtime is within refimpl._io.RACY_NS of the moment its hash
 # was taken may be rewritten within the clock's granularity without changing
@@ -384,12 +379,18 @@ _CACHE_ARRAYS = ("X", "y", "qid", "comments")
 def _cache_stems(path: Path, dtype: np.dtype, folder: Path) -> list[Path]:
     """Candidate cache locations: in ``folder`` (where the caller named the
     data, which a symbolic link may place elsewhere than ``path``, the file
-    itself), then in the data cache."""
-    name = f"{path.name}.{dtype.name}"
+    itself), then in the data cache.
+
+    The name holds a hash of ``path`` (the resolved file): every name of one
+    file (links to it) finds the one entry, and files that share a name
+    (links in one folder to ``a/train.txt`` and ``b/train.txt``) have one
+    entry each.
+    """
     key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    name = f"{key}-{path.name}.{dtype.name}"
     return [
         folder / _CACHE_SUBDIR / name,
-        _data_cache_dir() / "parsed" / f"{key}-{name}",
+        _data_cache_dir() / "parsed" / name,
     ]
 
 
@@ -431,7 +432,7 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
     """
     for stem in _cache_stems(path, dtype, folder):
         meta_path = stem.with_name(stem.name + ".json")
-        if not meta_path.is_file():
+        if not os.path.lexists(meta_path):
             continue
         try:
             meta = js.read_json(meta_path)
@@ -459,14 +460,14 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
             arrays = {}
             for key in _CACHE_ARRAYS:
                 info = meta["arrays"][key]
-                a = np.load(stem.with_name(f"{stem.name}.{key}.npy"), mmap_mode="c")
+                a = _load_npy(stem.with_name(f"{stem.name}.{key}.npy"))
                 if (
                     list(a.shape) != info["shape"]
                     or a.dtype.str != info["dtype"]
                     or _crc(a) != info["crc32"]
                 ):
                     raise ValueError(f"array {key} does not match its checksum")
-                arrays[key] = np.asarray(a)
+                arrays[key] = a
             n, d = arrays["X"].shape
             if arrays["y"].shape != (n,) or arrays["qid"].shape != (n,) or (
                 d != meta["width"]
@@ -482,6 +483,41 @@ def _load_cache(path: Path, st: os.stat_result, dtype: np.dtype, folder: Path):
             )
             return None
     return None
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """An array written by ``np.save``, read into memory.
+
+    Opened as a regular file (a FIFO is an error, not a hang) and read with
+    ``read()``, not memory-mapped, so that a cache file truncated by another
+    process is an error here rather than ``SIGBUS`` in whatever later
+    touches the array.
+
+    Raises
+    ------
+    OSError or ValueError
+        Not a regular file, not a ``.npy`` file of a plain C-ordered array,
+        or not of the size its header announces.
+    """
+    fmt = np.lib.format
+    with _io.open_regular(path) as f:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, fortran_order, dt = fmt.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran_order, dt = fmt.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"{path.name} is a .npy file of version {version}")
+        if fortran_order or dt.hasobject:
+            raise ValueError(f"{path.name} does not hold a plain C-ordered array")
+        a = np.empty(shape, dtype=dt)
+        size = os.fstat(f.fileno()).st_size
+        if size != f.tell() + a.nbytes:
+            raise ValueError(
+                f"{path.name} has {size:,} bytes; its header announces "
+                f"{f.tell() + a.nbytes:,}")
+        _io.read_exactly(f, a.reshape(-1).view(np.uint8), path)
+    return a
 
 
 def _writable_dir(folder: Path) -> bool:
@@ -518,6 +554,8 @@ def _write_cache(path, st, sha, dtype, arrays, width, folder) -> Path | None:
         meta_path = stem.with_name(stem.name + ".json")
         try:
             stem.parent.mkdir(parents=True, exist_ok=True)
+            # the leftovers of writers killed in this folder
+            _io.remove_stale_tmp(stem.parent)
             meta_path.unlink(missing_ok=True)
             for key in _CACHE_ARRAYS:
                 a = np.ascontiguousarray(arrays[key])
@@ -600,7 +638,11 @@ def load_letor(
     ``zero_based="auto"`` silently shifts every column of a file that never
     uses feature 1), on every file both accept, with every value rounded as
     Python's ``float()`` rounds it.  Files ending in ``.gz`` or ``.bz2`` are
-    decompressed first.
+    decompressed first.  The file is read into memory with ``read()``,
+    never memory-mapped, so that another process truncating or rewriting it
+    meanwhile is an error naming it (a mapped file would kill the process
+    with ``SIGBUS``); only regular files are opened (a FIFO or a device is
+    an error at once, never a wait).
 
     **Cache.**  With ``cache=True`` the parsed arrays are kept as ``.npy``
     files, in a ``.refimpl_cache`` folder beside the data when that folder is
@@ -611,11 +653,16 @@ def load_letor(
     SHA-256; it is used only while size and mtime match (or, after a
     ``touch``, the hash does; an entry hashed within 2 s of the file's mtime
     is always re-hashed, as a rewrite may not have changed the mtime), and
-    its arrays are memory-mapped copy-on-write and checked against their
-    CRC-32 on every load.  A stale entry is replaced silently,
-    a corrupt or inconsistent one with a ``RuntimeWarning``; writes are
-    atomic.  A second load therefore costs a fraction of a second per
-    gigabyte, and returns the same arrays as a fresh parse.
+    its arrays are read and checked against their CRC-32 on every load.
+    Entries are named by a hash of the file's resolved path and the dtype:
+    every link to one file finds one entry, files of the same name behind
+    different links have one each.  A stale entry is replaced silently, a
+    corrupt or inconsistent one (a file of the wrong shape, a FIFO) with a
+    ``RuntimeWarning``; writes are atomic, and the temporary files of a
+    writer killed in the cache folder are removed by the next write there
+    (:func:`refimpl._io.remove_stale_tmp`).  A second load therefore costs
+    a fraction of a second per gigabyte, and returns the same arrays as a
+    fresh parse.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 
@@ -632,7 +679,9 @@ def load_letor(
         Also return the comment of each data line.
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Type of ``X`` (and of its cache entry).  Values are parsed to float64
-        and rounded once to float32, as sklearn does.  The solvers compute in
+        and rounded once to float32, as sklearn does; a value beyond
+        float32's range (magnitude 3.4028235e38 or more, which would become
+        ``inf``) is an error naming its line.  The solvers compute in
         float64 (their input check converts), so float32
         halves the memory of the stored data, not of a fit.
     label_range : (int, int), default=(0, 2**31 - 1)
@@ -668,7 +717,11 @@ def load_letor(
     DatasetNotFoundError
         The file does not exist.
     DataError
-        The file has no data line, or a line is malformed: a label that is
+        The file is not a regular file (a FIFO, a device, a directory:
+        :class:`refimpl._io.NotRegularFileError`), it changed while it was
+        read (:class:`refimpl._io.FileChangedError`), a value is beyond the
+        range of ``dtype=float32``, or it has no data line, or a line is
+        malformed: a label that is
         not an integer literal in ``label_range`` (``1e20``, ``1.5``,
         ``nan``), a missing or malformed ``qid:<int>`` (``qidx:3``), a token
         that is not ``index:value``, a feature index that is 0, not
@@ -706,39 +759,67 @@ def _load_letor_file(path, n_features, return_comments, dtype, label_range,
                      cache):
     """:func:`load_letor` without ``normalize``, on checked arguments."""
     path = Path(os.fspath(path))
-    if not path.is_file():
-        raise DatasetNotFoundError(f"LETOR file not found: {path}")
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise DatasetNotFoundError(f"LETOR file not found: {path}") from None
+    _io.check_regular(path, st)  # a FIFO or device: an error, not a hang
     real = path.resolve()
     folder = Path(os.path.abspath(path)).parent
     if cache:
-        st = real.stat()
         hit = _load_cache(real, st, dtype, folder)
         if hit is not None:
-            out = _from_cache(real, hit[0], n_features, label_range, return_comments)
+            out = _from_cache(path, st, hit[0], n_features, label_range,
+                              return_comments)
             if out is not None:
                 return out
-    else:
-        st = None
-    buf = _read_bytes(path)
+    buf, raw, st = _read_bytes(path)
     X, y, qid, offsets, width = _parse(
         path, buf, n_features, label_range, return_comments or cache
     )
     if dtype != X.dtype:
-        X = X.astype(dtype)
-    if cache and _same_file(real.stat(), st):  # not rewritten while we read it
-        sha = (
-            hashlib.sha256(buf).hexdigest()
-            if real.suffix.lower() not in (".gz", ".bz2")
-            else _io.file_hash(real)
-        )
+        X = _cast_features(path, buf, X, dtype, offsets, n_features, label_range)
+    if cache:
+        # st: the version of the file that was read and parsed
         natural = X if X.shape[1] == width else X[:, :width]
         _write_cache(
-            real, st, sha, dtype,
+            real, st, hashlib.sha256(raw).hexdigest(), dtype,
             {"X": natural, "y": y, "qid": qid, "comments": offsets}, width, folder,
         )
     if not return_comments:
         return X, y, qid
     return X, y, qid, _comment_list(buf, offsets)
+
+
+def _cast_features(path, buf, X, dtype, offsets, n_features, label_range):
+    """``X`` rounded to ``dtype``; a value beyond its range is a DataError.
+
+    Rounding a finite float64 to float32 is exact or off by half a unit in
+    the last place, or (below float32's smallest subnormal, about 1.4e-45)
+    zero, as IEEE arithmetic rounds; but a value of magnitude
+    :math:`2^{128} - 2^{103}` (about 3.4028235e38) or more becomes ``inf``,
+    not a rounding of it, so it is refused, naming the file, the line and
+    the value, before anything is cached.
+    """
+    with np.errstate(over="ignore"):
+        out = X.astype(dtype)
+    if out.size == 0 or (np.isfinite(out.max()) and np.isfinite(out.min())):
+        return out
+    row, col = (int(v) for v in np.argwhere(~np.isfinite(out))[0])
+    if offsets is None:  # parsed without the line offsets: find the line
+        offsets = _parse(path, buf, n_features, label_range, True)[3]
+    cs, end = (int(v) for v in offsets[row])
+    newlines = np.flatnonzero(buf[:cs] == 10)
+    line_no = newlines.size + 1
+    line = bytes(buf[(int(newlines[-1]) + 1 if newlines.size else 0):end])
+    token = re.search(rb"(?:^|\s)%d:(\S+)" % (col + 1), line)
+    shown = token[1].decode("utf-8", "replace") if token else repr(float(X[row, col]))
+    raise DataError(
+        f"{path}, line {line_no}: feature {col + 1} is {shown}, beyond the "
+        f"range of {dtype.name} (largest finite value "
+        f"{float(np.finfo(dtype).max)!r}), where it would be stored as "
+        f"{out[row, col]}; load with dtype=np.float64: {_quote(line)}"
+    )
 
 
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
@@ -747,13 +828,14 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     )
 
 
-def _from_cache(path, arrays, n_features, label_range, return_comments):
+def _from_cache(path, st, arrays, n_features, label_range, return_comments):
     """The cached result as load_letor returns it, or None to parse again.
 
     The cache holds a parse at the file's natural width under the default
     sanity bound; a request it cannot answer exactly (an index beyond
-    ``n_features``, a label outside ``label_range``) is parsed again, so that
-    the error names its line.
+    ``n_features``, a label outside ``label_range``, comments of a file
+    that is no longer the version ``st`` the entry was checked against) is
+    parsed again, so that the error names its line.
     """
     X, y, qid = arrays["X"], arrays["y"], arrays["qid"]
     width = X.shape[1]
@@ -770,7 +852,9 @@ def _from_cache(path, arrays, n_features, label_range, return_comments):
         return None
     if not return_comments:
         return X, y, qid
-    buf = _read_bytes(path)
+    buf, _, now = _read_bytes(path)
+    if not _same_file(now, st):
+        return None
     return X, y, qid, _comment_list(buf, arrays["comments"])
 
 
@@ -985,7 +1069,10 @@ def write_letor(path, X, y, qid, comments=None) -> Path:
     Parameters
     ----------
     path : str or path-like
-        Output file (overwritten).
+        Output file, replaced atomically (written to a temporary file in
+        its folder, then renamed onto it): a process reading the old file
+        meanwhile reads it whole, never a truncated one.  A symbolic link
+        at ``path`` is replaced by the file, not followed.
     X : array-like or sparse matrix, shape (n_samples, n_features)
         Finite features.
     y : array-like of int, shape (n_samples,)
@@ -1014,13 +1101,30 @@ def write_letor(path, X, y, qid, comments=None) -> Path:
         for i, c in enumerate(comments):
             if "\n" in c or "\r" in c:
                 raise DataError(f"comments[{i}] contains a line break")
-    with _open_binary(path, "wb") as f:
+    def write_lines(f):
         for i, (row, label, q) in enumerate(zip(X.tolist(), y.tolist(), qid.tolist())):
             fields = [f"{label} qid:{q}"]
             fields.extend(f"{j}:{v!r}" for j, v in enumerate(row, start=1))
             if comments is not None:
                 fields.append(f"#{comments[i]}")
             f.write((" ".join(fields) + "\n").encode("utf-8"))
+
+    def write(f):
+        suffix = path.suffix.lower()
+        if suffix == ".gz":
+            # mtime=0: the same data gives byte-identical files
+            with gzip.GzipFile(filename=str(path), mode="wb", fileobj=f,
+                               mtime=0) as z:
+                write_lines(z)
+        elif suffix == ".bz2":
+            with bz2.BZ2File(f, "wb") as z:
+                write_lines(z)
+        else:
+            write_lines(f)
+
+    # a new file renamed onto path, never a truncation in place: a process
+    # reading path meanwhile sees the old file or the new one
+    _io.atomic_write(path, write)
     return path
 
 

@@ -63,7 +63,9 @@ def cached(tmp_path):
 
 
 def meta_path(path):
-    return path.parent / ".refimpl_cache" / f"{path.name}.float64.json"
+    real = path.resolve()
+    key = hashlib.sha256(str(real).encode()).hexdigest()[:16]
+    return path.parent / ".refimpl_cache" / f"{key}-{real.name}.float64.json"
 
 
 # --------------------------------------------------------------------------

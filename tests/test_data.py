@@ -1,6 +1,7 @@
 """LETOR reading/writing, fold assembly, synthetic data and query-level norm."""
 
 import gzip
+import hashlib
 import os
 import warnings
 from pathlib import Path
@@ -728,13 +729,20 @@ def _cache_files(folder):
     return sorted(p.name for p in (folder / ".refimpl_cache").iterdir())
 
 
+def _entry(path, dtype="float64"):
+    """The name of a file's cache entry: a hash of its resolved path, its
+    name and the dtype."""
+    real = Path(path).resolve()
+    return f"{hashlib.sha256(str(real).encode()).hexdigest()[:16]}-{real.name}.{dtype}"
+
+
 @pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
 def test_cache_is_used_on_the_second_load(tmp_path, monkeypatch, suffix):
     path = tmp_path / f"d{suffix}"
     d, comments = _write_dataset(path)
     first = load_letor(path, return_comments=True)
     assert _cache_files(tmp_path) == [
-        f"d{suffix}.float64.{k}" for k in
+        f"{_entry(path)}.{k}" for k in
         ("X.npy", "comments.npy", "json", "qid.npy", "y.npy")
     ]
     _no_parsing(monkeypatch)
@@ -785,7 +793,7 @@ def test_cache_of_a_linked_file_goes_beside_the_link(tmp_path, monkeypatch):
     (named / "d.txt").symlink_to(outside / "d.txt")
     np.testing.assert_array_equal(load_letor(named / "d.txt")[0], d.X)
     assert sorted(p.name for p in outside.iterdir()) == ["d.txt"]
-    assert "d.txt.float64.json" in _cache_files(named)
+    assert f"{_entry(outside / 'd.txt')}.json" in _cache_files(named)
     _no_parsing(monkeypatch)
     np.testing.assert_array_equal(load_letor(named / "d.txt")[0], d.X)
 
@@ -811,14 +819,14 @@ def test_corrupt_cache_is_ignored_and_rewritten(tmp_path, damage):
     d, _ = _write_dataset(path)
     load_letor(path)
     cache = tmp_path / ".refimpl_cache"
-    x_file = cache / "d.txt.float64.X.npy"
+    x_file = cache / f"{_entry(path)}.X.npy"
     raw = x_file.read_bytes()
     if damage == "flip":
         x_file.write_bytes(raw[:-5] + bytes([raw[-5] ^ 1]) + raw[-4:])
     elif damage == "truncate":
         x_file.write_bytes(raw[: len(raw) // 2])
     elif damage == "json":
-        (cache / "d.txt.float64.json").write_text("{not json")
+        (cache / f"{_entry(path)}.json").write_text("{not json")
     elif damage == "shape":
         np.save(x_file, d.X[:, :-1])
     else:
@@ -869,7 +877,7 @@ def test_float32_storage(tmp_path, monkeypatch):
     np.testing.assert_array_equal(y32, d.y)
     assert X32.dtype == np.float32 and X32.flags.c_contiguous
     np.testing.assert_array_equal(X32, d.X.astype(np.float32))  # rounded once
-    assert "d.txt.float32.X.npy" in _cache_files(tmp_path)
+    assert f"{_entry(path, 'float32')}.X.npy" in _cache_files(tmp_path)
     fold_dir = tmp_path / "DS" / "Fold1"
     for name in ("train.txt", "vali.txt", "test.txt"):
         write_split(fold_dir / name, [1])
