@@ -2,8 +2,15 @@
 a regular file only, refused at once (never a hang) when it is a FIFO, a
 device, a socket or a directory."""
 
+import contextlib
+import hashlib
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+import uuid
 
 import pytest
 
@@ -76,3 +83,144 @@ def test_open_directory(tmp_path):
 def test_only_reading_modes():
     with pytest.raises(ValueError, match="reads only"):
         _io.open_regular("x", "wb")
+
+
+# --------------------------------------------------------------------------
+# Issue 34: hashing, whole-file reads, leftovers of killed writers
+# --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def no_hang(seconds=30):
+    """TimeoutError instead of blocking forever (in ``open`` of a FIFO)."""
+
+    def alarm(signum, frame):
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_file_digest_refuses_a_fifo_even_when_remembered(tmp_path):
+    fifo = tmp_path / "S1.txt"
+    os.mkfifo(fifo)
+    memo = {}
+    with no_hang(), pytest.raises(_io.NotRegularFileError, match="is a FIFO"):
+        _io.file_digest(fifo, memo)
+    assert memo == {}
+    # a memo entry with the FIFO's own signature does not stand for it
+    sig = _io.stat_signature(fifo)
+    memo[str(fifo)] = {"stat": list(sig), "sha256": "0" * 64, "hashed_ns": 0}
+    with no_hang(), pytest.raises(_io.NotRegularFileError, match="is a FIFO"):
+        _io.file_digest(fifo, memo)
+    with pytest.raises(_io.NotRegularFileError, match="character device"):
+        _io.file_digest("/dev/zero", {})
+    regular = tmp_path / "S2.txt"
+    regular.write_bytes(b"abc")
+    digest, sig = _io.file_digest(regular, memo)
+    assert digest == hashlib.sha256(b"abc").hexdigest()
+    assert sig == _io.stat_signature(regular)
+
+
+def test_read_regular_returns_one_version_of_the_file(tmp_path, monkeypatch):
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"x" * 1000)
+    data, st = _io.read_regular(p)
+    assert bytes(data) == b"x" * 1000 and st.st_size == 1000
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert _io.read_regular(empty)[0] == bytearray()
+    with no_hang(), pytest.raises(_io.NotRegularFileError):
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        _io.read_regular(fifo)
+    # the file shrinks, grows or is rewritten while it is read
+    real_read = _io.read_exactly
+    for change, detail in [
+        (lambda: os.truncate(p, 10), "it ended after 10 of the 1,000 bytes"),
+        (lambda: p.open("ab").write(b"y"), "it grew past its 1,000 bytes"),
+        (lambda: p.open("r+b").write(b"z"), "it was modified"),
+    ]:
+        p.write_bytes(b"x" * 1000)
+
+        def read(f, out, path, change=change):
+            change()
+            real_read(f, out, path)
+
+        monkeypatch.setattr(_io, "read_exactly", read)
+        with pytest.raises(_io.FileChangedError, match=detail) as info:
+            _io.read_regular(p)
+        assert isinstance(info.value, DataError)
+        assert str(p) in str(info.value)
+
+
+def test_read_exactly_reports_a_short_file(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"abc")
+    out = bytearray(5)
+    with open(p, "rb") as f, pytest.raises(_io.FileChangedError, match="after 3 of"):
+        _io.read_exactly(f, out, p)
+
+
+def _tmp_name(target: str, pid: int) -> str:
+    return f".{target}.{pid}-{uuid.uuid4().hex[:12]}.tmp"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid  # reaped: no process has it (until the PID wraps)
+
+
+def test_remove_stale_tmp(tmp_path):
+    now = time.time()
+    dead = _dead_pid()
+
+    def make(name, age, kind="file"):
+        p = tmp_path / name
+        if kind == "file":
+            p.write_bytes(b"partial")
+        elif kind == "dir":
+            p.mkdir()
+        else:
+            p.symlink_to(tmp_path / "keep.json")
+        if kind != "link":
+            os.utime(p, (now - age, now - age))
+        return p
+
+    (tmp_path / "keep.json").write_text("{}")
+    removed = {
+        make(_tmp_name("a.npy", dead), _io.TMP_GRACE + 10),
+        make(_tmp_name("b.json", os.getpid()), _io.TMP_MAX_AGE + 10),
+        make(_tmp_name("c d.npy", dead), _io.TMP_MAX_AGE + 10),
+    }
+    kept = {
+        make(_tmp_name("e.npy", dead), 1.0),  # within the grace
+        make(_tmp_name("f.npy", os.getpid()), _io.TMP_GRACE + 10),  # alive
+        make(".g.npy.123-notahexname!.tmp", _io.TMP_MAX_AGE + 10),
+        make("h.tmp", _io.TMP_MAX_AGE + 10),
+        make(_tmp_name("i.npy", dead), _io.TMP_MAX_AGE + 10, kind="dir"),
+        make(_tmp_name("j.npy", dead), _io.TMP_MAX_AGE + 10, kind="link"),
+        tmp_path / "keep.json",
+    }
+    assert set(_io.remove_stale_tmp(tmp_path)) == removed
+    assert {p for p in tmp_path.iterdir()} == kept
+    assert _io.remove_stale_tmp(tmp_path / "missing") == []
+    assert _io.remove_stale_tmp(tmp_path / "keep.json") == []
+
+
+def test_atomic_write_names_its_tmp_as_remove_stale_tmp_expects(tmp_path):
+    seen = []
+
+    def write(f):
+        seen.extend(p.name for p in tmp_path.iterdir())
+        f.write(b"x")
+
+    _io.atomic_write(tmp_path / "e.npy", write)
+    (name,) = seen
+    assert _io._TMP_NAME.fullmatch(name) and f".{os.getpid()}-" in name
