@@ -794,12 +794,12 @@ def _load_letor_file(path, n_features, return_comments, dtype, label_range,
 def _cast_features(path, buf, X, dtype, offsets, n_features, label_range):
     """``X`` rounded to ``dtype``; a value beyond its range is a DataError.
 
-    Rounding a finite float64 to float32 is exact or off by half a unit in
-    the last place, or (below float32's smallest subnormal, about 1.4e-45)
-    zero, as IEEE arithmetic rounds; but a value of magnitude
-    :math:`2^{128} - 2^{103}` (about 3.4028235e38) or more becomes ``inf``,
-    not a rounding of it, so it is refused, naming the file, the line and
-    the value, before anything is cached.
+    Rounding a finite float64 to float32 changes it by at most half a unit
+    in float32's last place (a value below half its smallest subnormal,
+    about 7e-46, becomes 0), as IEEE arithmetic rounds; but a value of
+    magnitude :math:`2^{128} - 2^{103}` (about 3.4028235e38) or more
+    becomes ``inf``, not a rounding of it, so it is refused, naming the
+    file, the line and the value, before anything is cached.
     """
     with np.errstate(over="ignore"):
         out = X.astype(dtype)
@@ -1101,6 +1101,7 @@ def write_letor(path, X, y, qid, comments=None) -> Path:
         for i, c in enumerate(comments):
             if "\n" in c or "\r" in c:
                 raise DataError(f"comments[{i}] contains a line break")
+
     def write_lines(f):
         for i, (row, label, q) in enumerate(zip(X.tolist(), y.tolist(), qid.tolist())):
             fields = [f"{label} qid:{q}"]
