@@ -211,6 +211,25 @@ def main(argv=None):
         return _run_command(args)
 
 
+def _connect(client_class, address):
+    """A ``dask.distributed`` client of the scheduler at ``address``.
+
+    An address that does not parse or a scheduler that does not answer
+    (within dask's connect timeout, ``distributed.comm.timeouts.connect``)
+    is a :class:`DataError` naming the address.
+    """
+    try:
+        return client_class(address)
+    # OSError: refused, unreachable, timed out; ValueError: no such scheme
+    # or port; TypeError: an address dask cannot read
+    except (OSError, ValueError, TypeError) as err:
+        raise DataError(
+            f"--scheduler {address!r}: cannot connect to a dask scheduler "
+            f"there ({type(err).__name__}: {str(err)[:200]}); start one "
+            "(dask scheduler) or leave --scheduler out for a local cluster"
+        ) from None
+
+
 def _run_command(args):
     from .experiments import ExperimentConfig, run, validate_config
 
@@ -227,7 +246,7 @@ def _run_command(args):
             from distributed import Client, LocalCluster
 
             if args.scheduler:
-                with Client(args.scheduler):
+                with _connect(Client, args.scheduler):
                     result = run(config)
             else:
                 n = args.n_jobs if args.n_jobs > 0 else None

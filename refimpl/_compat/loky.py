@@ -1,15 +1,23 @@
-"""joblib's vendored loky: ending the workers of its reusable executor.
+"""joblib's vendored loky: its workers end with the process that started them.
 
 ``joblib.externals.loky.reusable_executor._executor`` (the executor joblib
 keeps between ``Parallel`` calls) is private; the runner reads it through
-:func:`end_reusable_executor` only.  Tested with joblib 1.3 to 1.6
-(``pyproject.toml`` pins the range).
+:func:`end_reusable_executor` only.  :func:`backend_params` passes a worker
+initializer through ``joblib.parallel_config``'s documented
+``backend_params`` (the loky back-end forwards them to its executor).
+Tested with joblib 1.3 to 1.6 (``pyproject.toml`` pins the range).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 #: The joblib versions this fence was written against (pyproject.toml's range).
 TESTED = ("1.3", "1.7")
+#: Seconds between two looks at the parent process.
+PARENT_POLL_S = 0.5
 
 
 def end_reusable_executor():
@@ -27,3 +35,33 @@ def end_reusable_executor():
         return False
     executor.shutdown(wait=True, kill_workers=True)
     return True
+
+
+def exit_with_parent(parent_pid, interval=PARENT_POLL_S):
+    """Worker initializer: end this process within ``interval`` s of its parent.
+
+    A parent killed by SIGKILL cannot stop its workers, and loky's idle
+    ones would wait out their idle timeout (300 s) for work that never
+    comes, a busy one its task.  A daemon thread looks at the parent
+    process id every ``interval`` seconds and exits the worker
+    (``os._exit``) once the parent is gone (the worker is re-parented).
+    Not ``prctl(PR_SET_PDEATHSIG)``: it fires when the *thread* that started
+    the worker ends, and loky starts workers from whichever thread submits
+    work, so it would kill healthy workers of a live parent.
+    """
+    if os.getppid() != parent_pid:          # the parent died while we started
+        os._exit(1)
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="refimpl-exit-with-parent",
+                     daemon=True).start()
+
+
+def backend_params():
+    """``joblib.parallel_config(backend="loky", **backend_params())``: workers
+    that run :func:`exit_with_parent` for this process when they start."""
+    return {"initializer": exit_with_parent, "initargs": (os.getpid(),)}
