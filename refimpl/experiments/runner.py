@@ -230,8 +230,8 @@ def parse_folds(text):
         # compared as text first: int() of thousands of digits is an error
         if any(len(g.lstrip("0")) > 1 or not 1 <= int(g) <= _N_FOLDS for g in ends):
             raise DataError(
-                f"folds: {part[:40]!r} is not within 1-{_N_FOLDS} (a LETOR data "
-                f"set has {_N_FOLDS} folds); got {text[:80]!r}"
+                f"folds must be integers 1..{_N_FOLDS} (a LETOR data set has "
+                f"{_N_FOLDS} folds); {part[:40]!r} is not, in {text[:80]!r}"
             )
         lo, hi = int(ends[0]), int(ends[-1])
         if lo > hi:
