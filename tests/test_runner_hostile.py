@@ -485,3 +485,24 @@ def test_tables_are_written_through_temporary_files(letor, tmp_path):
     assert tables["tasks"][0]["cached"] is True
     assert tables["run"]["n_cached"] == 1
     assert not list(out.rglob("*.tmp"))
+
+
+def test_worker_initializer_ends_a_worker_without_its_parent():
+    from refimpl._compat.loky import backend_params
+
+    params = backend_params(interval=0.1)
+    assert params["initializer"] is exec            # standard library only
+    source = params["initargs"][0]
+    code = textwrap.dedent("""\
+        import os, sys, time
+        exec(sys.argv[1], {"PARENT": int(sys.argv[2]), "INTERVAL": 0.1})
+        time.sleep(1.0)
+        print("alive")
+    """)
+    with_parent = subprocess.run([sys.executable, "-c", code, source,
+                                  str(os.getpid())], capture_output=True, text=True,
+                                 timeout=60)
+    assert (with_parent.returncode, with_parent.stdout) == (0, "alive\n")
+    orphan = subprocess.run([sys.executable, "-c", code, source, "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert (orphan.returncode, orphan.stdout) == (1, "")

@@ -11,8 +11,6 @@ Tested with joblib 1.3 to 1.6 (``pyproject.toml`` pins the range).
 from __future__ import annotations
 
 import os
-import threading
-import time
 
 #: The joblib versions this fence was written against (pyproject.toml's range).
 TESTED = ("1.3", "1.7")
@@ -37,31 +35,42 @@ def end_reusable_executor():
     return True
 
 
-def exit_with_parent(parent_pid, interval=PARENT_POLL_S):
-    """Worker initializer: end this process within ``interval`` s of its parent.
+#: What a worker runs first (``exec`` with ``PARENT`` and ``INTERVAL`` set):
+#: standard library only, so that it runs before the worker imports refimpl
+#: (tens of seconds on a loaded machine, during which a worker of a dead
+#: parent would otherwise live on).
+_EXIT_WITH_PARENT = """\
+import os, threading, time
+
+def _watch(parent, interval):
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
+
+if os.getppid() != PARENT:            # the parent died while we started
+    os._exit(1)
+threading.Thread(target=_watch, args=(PARENT, INTERVAL),
+                 name="refimpl-exit-with-parent", daemon=True).start()
+"""
+
+
+def backend_params(interval=PARENT_POLL_S):
+    """``joblib.parallel_config(backend="loky", **backend_params())``: workers
+    that end within ``interval`` seconds of this process.
 
     A parent killed by SIGKILL cannot stop its workers, and loky's idle
     ones would wait out their idle timeout (300 s) for work that never
-    comes, a busy one its task.  A daemon thread looks at the parent
-    process id every ``interval`` seconds and exits the worker
-    (``os._exit``) once the parent is gone (the worker is re-parented).
-    Not ``prctl(PR_SET_PDEATHSIG)``: it fires when the *thread* that started
-    the worker ends, and loky starts workers from whichever thread submits
-    work, so it would kill healthy workers of a live parent.
+    comes, a busy one its task.  Each worker's initializer starts a daemon
+    thread that looks at the parent process id every ``interval`` seconds
+    and exits the worker (``os._exit``) once the parent is gone (the worker
+    is re-parented).  The initializer is the built-in ``exec`` of
+    standard-library code: a function of refimpl would be unpickled, and so
+    refimpl imported, before it could run.  Not ``prctl(PR_SET_PDEATHSIG)``:
+    it fires when the *thread* that started the worker ends, and loky starts
+    workers from whichever thread submits work, so it would kill healthy
+    workers of a live parent.  The thread needs the interpreter lock: a
+    worker inside a long compiled call ends when the call returns.
     """
-    if os.getppid() != parent_pid:          # the parent died while we started
-        os._exit(1)
-
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(interval)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="refimpl-exit-with-parent",
-                     daemon=True).start()
-
-
-def backend_params():
-    """``joblib.parallel_config(backend="loky", **backend_params())``: workers
-    that run :func:`exit_with_parent` for this process when they start."""
-    return {"initializer": exit_with_parent, "initargs": (os.getpid(),)}
+    return {"initializer": exec,
+            "initargs": (_EXIT_WITH_PARENT, {"PARENT": os.getpid(),
+                                             "INTERVAL": float(interval)})}
