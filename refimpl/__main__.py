@@ -29,7 +29,9 @@ _EPILOG = textwrap.dedent("""\
     (file contents), fold, method, parameters and refimpl source code; a cache
     entry that does not check out is reported and fitted again.  Grid values
     are checked against each parameter's range before any fit.  Ctrl-C or
-    SIGTERM stops the worker processes too; finished fits stay cached.
+    SIGTERM stops the worker processes too; finished fits stay cached.  The
+    folders under --out are created and tried before the first fit: an --out
+    that cannot hold the results is an error (exit status 2) at once.
 
     --normalize query rescales each feature to [0, 1] within each query
     (LETOR's QueryLevelNorm: LETOR 4.0's files already are, MSLR's are

@@ -7,13 +7,13 @@ warning that the result was "in this run's tables" before the run died
 without a table; ``load_results`` read ``run.json`` with a bare
 ``json.load``; an unreachable dask scheduler was a raw ``OSError``;
 ``--folds 1-100000000`` built a list of 10**8 folds; loky workers outlived a
-SIGKILLed runner for minutes; a write killed mid-way left its ``.tmp`` file
-for good.  A command that can hang runs in a subprocess with a timeout: a
+SIGKILLed runner for minutes (tested with SIGTERM and SIGINT in
+test_runner_cache.py); a write killed mid-way left its ``.tmp`` file for
+good.  A command that can hang runs in a subprocess with a timeout: a
 hang is a failure, not a stuck test session.
 """
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,22 +22,14 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from refimpl import data
 from refimpl.__main__ import main
 from refimpl.exceptions import DataError
-from refimpl.experiments import (
-    METHODS,
-    ExperimentConfig,
-    Method,
-    load_results,
-    register,
-    run,
-    validate_config,
-)
+from refimpl.experiments import ExperimentConfig, load_results, run, validate_config
 from refimpl.experiments.runner import parse_folds
+from test_runner import counting  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -64,33 +56,6 @@ def letor(tmp_path):
     root = tmp_path / "letor"
     write_letor_set(root / "TINY")
     return root
-
-
-class Counting:
-    """A linear ranker counting its fits (to see that nothing was fitted)."""
-
-    fits = 0
-
-    def __init__(self, alpha=1.0):
-        self.alpha = alpha
-
-    def fit(self, X, y, qid=None):
-        type(self).fits += 1
-        self.coef_ = self.alpha * np.linalg.lstsq(X, y, rcond=None)[0]
-        return self
-
-    def predict(self, X):
-        return X @ self.coef_
-
-
-@pytest.fixture
-def counting():
-    Counting.fits = 0
-    register(Method(name="counting", factory=Counting, grid={"alpha": [1.0, 2.0]},
-                    selection_metric="MAP", linear=True, paper="none",
-                    grid_source="test"), replace=True)
-    yield Counting
-    METHODS.pop("counting", None)
 
 
 def cli(*args, timeout=TIMEOUT_S):
@@ -346,7 +311,7 @@ def test_folds_still_parse():
 def test_huge_fold_ranges_take_no_memory():
     """On the code before issue 34 both built a list of 10**8 folds (6 GB for
     the text); here, under a 512 MiB address-space allowance, an error."""
-    resource = pytest.importorskip("resource")
+    pytest.importorskip("resource")
     code = textwrap.dedent("""\
         import resource
         from refimpl.experiments import ExperimentConfig, validate_config
@@ -403,70 +368,6 @@ def test_stale_temporary_files_are_removed(letor, tmp_path):
     assert again.n_cached == 1
     assert [p for p in stale if p.exists()] == []
     assert all(p.exists() for p in kept)
-
-
-def _group_alive(pgid):
-    """Processes of a process group that are still running (zombies excluded)."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            alive.append(int(entry.name))
-    return alive
-
-
-def _loky_workers(pid):
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid and b"LokyProcess" in cmd:
-            found.append(int(entry.name))
-    return found
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc")
-def test_sigkill_of_the_runner_leaves_no_worker(tmp_path):
-    # slow tasks, so that the workers are busy when the runner is killed
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "refimpl", "run", "--dataset", "synthetic:1500",
-         "--methods", "ranksvm-log", "--folds", "1-5", "--n-jobs", "2",
-         "--out", str(tmp_path / "out"), "--quiet"],
-        cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        process_group=0)             # the runner and all it starts, one group
-    try:
-        deadline = time.monotonic() + 180
-        while len(_loky_workers(proc.pid)) < 2:
-            assert proc.poll() is None, "the run ended before it was killed"
-            assert time.monotonic() < deadline, "no workers started in 180 s"
-            time.sleep(0.2)
-        time.sleep(1.0)
-        assert proc.poll() is None, "the run ended before it was killed"
-        proc.kill()                                       # SIGKILL: no clean-up
-        proc.wait(timeout=60)
-        deadline = time.monotonic() + 30
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _group_alive(proc.pid) == [], "workers outlived the killed runner"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)   # only the group this test made
-        except ProcessLookupError:
-            pass
 
 
 def test_tables_are_written_through_temporary_files(letor, tmp_path):

@@ -47,8 +47,23 @@ every task of the fold.  A normalised run writes to
 the raw run, and its task and cache keys include the normalisation (a raw
 run's keys are those of the runs before the option existed).
 
+Before the first fit, every folder the run writes (``<out>/<dataset>/``,
+its ``cache/``, each method's cache folder and the first-stage cache) is
+created and a file is written into it and removed: an ``out`` that cannot
+hold the results (a file, ``/dev/null``, a read-only place) is a
+``DataError`` then, not after the fits.  The tables and ``run.json`` are
+written like the cache entries (a temporary file, then ``os.replace``), and
+the temporary files that killed writes left in these folders are removed
+when a run starts (those of a process that is gone, or older than an hour).
+A FIFO, device or directory where the runner reads one of its files is
+reported like any malformed file (a warning, and the file is rebuilt),
+never waited on.
+
 SIGINT and SIGTERM during a run end the worker processes before the runner
-exits (SIGTERM exits with status 143, like the default action would).
+exits (SIGTERM exits with status 143, like the default action would); the
+loky workers of a runner killed outright (SIGKILL) end within seconds, as
+each watches its parent process
+(:func:`refimpl._compat.loky.backend_params`).
 
 Tasks run through :class:`joblib.Parallel` (``backend="loky"`` processes
 by default, ``"threading"``, ``"sequential"``, or ``"dask"`` on the
@@ -149,7 +164,10 @@ class ExperimentConfig:
     Parameters
     ----------
     dataset : str
-        A LETOR data set under the LETOR root (``"MQ2008"``), or
+        A LETOR data set under the LETOR root (``"MQ2008"``: letters,
+        digits, ``.``, ``_`` and ``-``, starting with a letter or digit,
+        without ``..``, since it names a folder under the root and under
+        ``out``), or
         ``"synthetic[:Q[:seed]]"``: :func:`refimpl.data.make_synthetic_letor`
         with ``Q`` queries (default 200) and MQ2008's shape (46 features, 3
         labels), cut into five query partitions like LETOR 4.0's S1..S5.
@@ -157,8 +175,8 @@ class ExperimentConfig:
         Names in :data:`refimpl.experiments.registry.METHODS`.
     folds : sequence of int, default (1, 2, 3, 4, 5)
     out : str or path, optional
-        Results root; the tables go to ``<out>/<dataset>/``.  Without it
-        nothing is written and nothing is cached.
+        Results root (not empty); the tables go to ``<out>/<dataset>/``.
+        Without it nothing is written and nothing is cached.
     letor_home : str or path, optional
         LETOR root; default the ``LETOR_HOME`` environment variable.
     grids : dict, optional
@@ -401,8 +419,10 @@ def validate_config(config):
     DataError
         Unknown method, parameter or metric, an empty grid, a grid value
         outside its parameter's range (the method's ``ranges``) or
-        listed twice, bad folds, ``n_jobs``, back-end, ``normalize`` or
-        synthetic data-set name; the message lists what is accepted.
+        listed twice, bad folds (outside 1..5), ``n_jobs``, back-end,
+        ``normalize``, an empty ``out``, a data-set name that could climb
+        out of its folder or a bad synthetic one; the message lists what is
+        accepted.
     DatasetNotFoundError
         The data set (or one of its folds) is missing.
     """
@@ -669,7 +689,7 @@ def load_fold(dataset, fold, root=None, normalize=None):
     refimpl.data.LetorFold
     """
     normalize = _data.check_normalize(normalize)
-    if _synthetic_spec(dataset) is not None:
+    if _check_dataset_name(dataset) is not None:
         root = None
     else:
         root = os.fspath(_data.letor_home(root))
@@ -1494,6 +1514,13 @@ def run(config):
     Returns
     -------
     RunResult
+
+    Raises
+    ------
+    DataError
+        What :func:`validate_config` refuses; a folder of ``out`` that
+        cannot be created or written (before any fit); tables that cannot be
+        written at the end (the cached fits are re-used by a re-run).
     """
     plan = validate_config(config)
     config = plan.config
