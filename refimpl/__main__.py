@@ -29,7 +29,9 @@ _EPILOG = textwrap.dedent("""\
     (file contents), fold, method, parameters and refimpl source code; a cache
     entry that does not check out is reported and fitted again.  Grid values
     are checked against each parameter's range before any fit.  Ctrl-C or
-    SIGTERM stops the worker processes too; finished fits stay cached.
+    SIGTERM stops the worker processes too; finished fits stay cached.  The
+    folders under --out are created and tried before the first fit: an --out
+    that cannot hold the results is an error (exit status 2) at once.
 
     --normalize query rescales each feature to [0, 1] within each query
     (LETOR's QueryLevelNorm: LETOR 4.0's files already are, MSLR's are
@@ -211,6 +213,25 @@ def main(argv=None):
         return _run_command(args)
 
 
+def _connect(client_class, address):
+    """A ``dask.distributed`` client of the scheduler at ``address``.
+
+    An address that does not parse or a scheduler that does not answer
+    (within dask's connect timeout, ``distributed.comm.timeouts.connect``)
+    is a :class:`DataError` naming the address.
+    """
+    try:
+        return client_class(address)
+    # OSError: refused, unreachable, timed out; ValueError: no such scheme
+    # or port; TypeError: an address dask cannot read
+    except (OSError, ValueError, TypeError) as err:
+        raise DataError(
+            f"--scheduler {address!r}: cannot connect to a dask scheduler "
+            f"there ({type(err).__name__}: {str(err)[:200]}); start one "
+            "(dask scheduler) or leave --scheduler out for a local cluster"
+        ) from None
+
+
 def _run_command(args):
     from .experiments import ExperimentConfig, run, validate_config
 
@@ -227,7 +248,7 @@ def _run_command(args):
             from distributed import Client, LocalCluster
 
             if args.scheduler:
-                with Client(args.scheduler):
+                with _connect(Client, args.scheduler):
                     result = run(config)
             else:
                 n = args.n_jobs if args.n_jobs > 0 else None

@@ -6,6 +6,7 @@ Derived in: book/08_side_by_side.md#side-by-side
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -13,7 +14,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from .. import _io
+from .. import _jsonfile as js
 from ..exceptions import DataError
+from .runner import _RUN_SCHEMA
 
 __all__ = ["load_results", "paired_ttest", "paper_comparison", "read_csv"]
 
@@ -39,9 +43,23 @@ def read_csv(path):
     Empty cells become ``None``.
 
     Derived in: book/08_side_by_side.md#side-by-side
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    DataError
+        ``path`` is not a regular file (a FIFO, a directory, ...), not UTF-8
+        or not CSV; the message names it.
     """
-    with open(path, newline="") as f:
-        return [{k: _parse(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    try:
+        with io.TextIOWrapper(_io.open_regular(path), encoding="utf-8",
+                              newline="") as f:
+            return [{k: _parse(v) for k, v in row.items()}
+                    for row in csv.DictReader(f)]
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise DataError(f"{path}: not a CSV table ({type(err).__name__}: "
+                        f"{str(err)[:200]})") from None
 
 
 def load_results(path):
@@ -59,14 +77,28 @@ def load_results(path):
     dict
         ``"tasks"``, ``"selected"``, ``"summary"``, ``"per_query"`` (lists
         of dicts) and ``"run"`` (the parsed ``run.json``).
+
+    Raises
+    ------
+    DataError
+        ``run.json`` or a table is missing, is not a regular file, or does
+        not parse (``run.json`` must be an object naming its data set:
+        :class:`refimpl._jsonfile.MalformedFileError`); the message names it.
     """
     path = Path(path)
-    if not (path / "run.json").is_file():
-        raise DataError(f"{path} holds no run.json: not a results directory of run()")
-    out = {name: read_csv(path / f"{name}.csv")
-           for name in ("tasks", "selected", "summary", "per_query")}
-    with open(path / "run.json") as f:
-        out["run"] = json.load(f)
+    try:
+        run_info = js.read_json(path / "run.json", _RUN_SCHEMA)
+    except FileNotFoundError:
+        raise DataError(f"{path} holds no run.json: not a results directory "
+                        "of run()") from None
+    out = {}
+    for name in ("tasks", "selected", "summary", "per_query"):
+        try:
+            out[name] = read_csv(path / f"{name}.csv")
+        except FileNotFoundError:
+            raise DataError(f"{path} holds run.json but no {name}.csv: the run "
+                            "did not finish writing its tables") from None
+    out["run"] = run_info
     return out
 
 

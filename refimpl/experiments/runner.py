@@ -47,8 +47,23 @@ every task of the fold.  A normalised run writes to
 the raw run, and its task and cache keys include the normalisation (a raw
 run's keys are those of the runs before the option existed).
 
+Before the first fit, every folder the run writes (``<out>/<dataset>/``,
+its ``cache/``, each method's cache folder and the first-stage cache) is
+created and a file is written into it and removed: an ``out`` that cannot
+hold the results (a file, ``/dev/null``, a read-only place) is a
+``DataError`` then, not after the fits.  The tables and ``run.json`` are
+written like the cache entries (a temporary file, then ``os.replace``), and
+the temporary files that killed writes left in these folders are removed
+when a run starts (those of a process that is gone, or older than an hour).
+A FIFO, device or directory where the runner reads one of its files is
+reported like any malformed file (a warning, and the file is rebuilt),
+never waited on.
+
 SIGINT and SIGTERM during a run end the worker processes before the runner
-exits (SIGTERM exits with status 143, like the default action would).
+exits (SIGTERM exits with status 143, like the default action would); the
+loky workers of a runner killed outright (SIGKILL) end within seconds, as
+each watches its parent process
+(:func:`refimpl._compat.loky.backend_params`).
 
 Tasks run through :class:`joblib.Parallel` (``backend="loky"`` processes
 by default, ``"threading"``, ``"sequential"``, or ``"dask"`` on the
@@ -71,6 +86,7 @@ import csv
 import datetime as _dt
 import functools
 import hashlib
+import io
 import json
 import math
 import os
@@ -116,12 +132,17 @@ BACKENDS = ("loky", "threading", "sequential", "dask")
 KS = tuple(range(1, 11))
 #: Per-query measures kept for the selected models (paired tests).
 PER_QUERY_KS = (1, 3, 5, 10)
+#: Folds of a LETOR data set (and of the synthetic ones).
+_N_FOLDS = 5
 #: Layout of a cache entry; bumped when the stored fields change.
 CACHE_SCHEMA = 2
 #: Version of the task identity behind the tables' ``key`` column (kept, so
 #: that a task keeps its ``key`` across runs and the tables stay comparable).
 _TASK_KEY_VERSION = 1
 _SYNTHETIC = re.compile(r"synthetic(?::([0-9]+))?(?::([0-9]+))?")
+#: A LETOR data set's name: one folder under the LETOR root and under ``out``,
+#: so it cannot climb (no separator, no leading dot, no ``..``).
+_DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SYNTHETIC_SYNTAX = (
     "a synthetic data set is written synthetic[:QUERIES[:SEED]], QUERIES an "
     "integer >= 5 (default 200) and SEED an integer >= 0 (default 0), e.g. "
@@ -143,7 +164,10 @@ class ExperimentConfig:
     Parameters
     ----------
     dataset : str
-        A LETOR data set under the LETOR root (``"MQ2008"``), or
+        A LETOR data set under the LETOR root (``"MQ2008"``: letters,
+        digits, ``.``, ``_`` and ``-``, starting with a letter or digit,
+        without ``..``, since it names a folder under the root and under
+        ``out``), or
         ``"synthetic[:Q[:seed]]"``: :func:`refimpl.data.make_synthetic_letor`
         with ``Q`` queries (default 200) and MQ2008's shape (46 features, 3
         labels), cut into five query partitions like LETOR 4.0's S1..S5.
@@ -151,8 +175,8 @@ class ExperimentConfig:
         Names in :data:`refimpl.experiments.registry.METHODS`.
     folds : sequence of int, default (1, 2, 3, 4, 5)
     out : str or path, optional
-        Results root; the tables go to ``<out>/<dataset>/``.  Without it
-        nothing is written and nothing is cached.
+        Results root (not empty); the tables go to ``<out>/<dataset>/``.
+        Without it nothing is written and nothing is cached.
     letor_home : str or path, optional
         LETOR root; default the ``LETOR_HOME`` environment variable.
     grids : dict, optional
@@ -205,21 +229,76 @@ class _Plan:
 def parse_folds(text):
     """``"1-5"``, ``"1,3"`` or ``"2"`` -> a tuple of fold numbers.
 
+    Every number is checked to be a fold (1 to 5) before a range is
+    expanded, so ``1-100000000`` is an error, not a list of 10**8 folds.
+
     Derived in: book/10_running_experiments.md#run-cli
     """
+    text = str(text)
     folds = []
-    for part in str(text).split(","):
+    for part in text.split(","):
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m:
             raise DataError(
-                f"folds must look like 1-5, 1,3 or 2 (folds 1 to 5); got {text!r}"
+                f"folds must look like 1-5, 1,3 or 2 (folds 1 to {_N_FOLDS}); "
+                f"got {text[:80]!r}"
             )
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        ends = [g for g in m.groups() if g is not None]
+        # compared as text first: int() of thousands of digits is an error
+        if any(len(g.lstrip("0")) > 1 or not 1 <= int(g) <= _N_FOLDS for g in ends):
+            raise DataError(
+                f"folds must be integers 1..{_N_FOLDS} (a LETOR data set has "
+                f"{_N_FOLDS} folds); {part[:40]!r} is not, in {text[:80]!r}"
+            )
+        lo, hi = int(ends[0]), int(ends[-1])
         if lo > hi:
             raise DataError(f"fold range {part!r} is empty (start > end)")
         folds.extend(range(lo, hi + 1))
     return tuple(dict.fromkeys(folds))
+
+
+def _check_folds(folds):
+    """The distinct folds of ``folds`` (a string or an iterable), in order.
+
+    Read one at a time and refused at the first value outside 1..5, so that
+    ``range(1, 10**8)`` is an error at its sixth value, not a list first.
+    """
+    given = folds
+    if isinstance(folds, str):
+        folds = parse_folds(folds)
+    out = []
+    try:
+        items = iter(folds)
+    except TypeError:
+        items = None
+    for f in items if items is not None else ():
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) \
+                or not 1 <= f <= _N_FOLDS:
+            break
+        if f not in out:
+            out.append(int(f))
+    else:
+        if items is not None and out:
+            return tuple(out)
+    shown = given if isinstance(given, (str, tuple, list)) else type(given).__name__
+    raise DataError(f"folds must be a non-empty set of integers 1..{_N_FOLDS}; "
+                    f"got {str(shown)[:80]}")
+
+
+def _check_out(out):
+    """``out`` is ``None`` (write nothing) or a non-empty path."""
+    if out is None:
+        return
+    try:
+        text = os.fspath(out)
+    except TypeError:
+        text = None
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise DataError(
+            f"out (--out) must be a folder for the results, or None to write "
+            f"nothing; got {out!r}"
+        )
 
 
 def _slug(dataset, normalize=None):
@@ -257,14 +336,33 @@ def _fold_files(dataset, fold, root):
     return fold_files(Path(root) / dataset, fold)
 
 
-def _check_dataset(dataset, folds, letor_home):
-    """Resolve the LETOR root and check every fold's files exist."""
+def _check_dataset_name(dataset):
+    """``dataset`` is a synthetic spec or a LETOR name that cannot climb.
+
+    The name is a folder under the LETOR root and under ``out``: ``..``
+    would read and write beside them, ``.`` into ``out`` itself.  Returns
+    the synthetic spec, or ``None`` for a LETOR name.
+    """
     if not isinstance(dataset, str) or not dataset:
         raise DataError(
             "dataset must be a LETOR data set name (e.g. 'MQ2008') or "
             f"'synthetic[:queries[:seed]]'; got {dataset!r}"
         )
-    if _synthetic_spec(dataset) is not None:
+    spec = _synthetic_spec(dataset)
+    if spec is None and (_DATASET_NAME.fullmatch(dataset) is None
+                         or ".." in dataset):
+        raise DataError(
+            f"dataset {dataset!r} is not a data set name: a LETOR data set is "
+            "one folder under the LETOR root, named with letters, digits, "
+            "'.', '_' and '-', starting with a letter or digit and without "
+            "'..' (e.g. 'MQ2008'); or 'synthetic[:queries[:seed]]'"
+        )
+    return spec
+
+
+def _check_dataset(dataset, folds, letor_home):
+    """Resolve the LETOR root and check every fold's files exist."""
+    if _check_dataset_name(dataset) is not None:
         return None
     root = _data.letor_home(letor_home)
     for fold in folds:
@@ -321,8 +419,10 @@ def validate_config(config):
     DataError
         Unknown method, parameter or metric, an empty grid, a grid value
         outside its parameter's range (the method's ``ranges``) or
-        listed twice, bad folds, ``n_jobs``, back-end, ``normalize`` or
-        synthetic data-set name; the message lists what is accepted.
+        listed twice, bad folds (outside 1..5), ``n_jobs``, back-end,
+        ``normalize``, an empty ``out``, a data-set name that could climb
+        out of its folder or a bad synthetic one; the message lists what is
+        accepted.
     DatasetNotFoundError
         The data set (or one of its folds) is missing.
     """
@@ -343,13 +443,9 @@ def validate_config(config):
             "(or 'all')"
         )
     names = tuple(dict.fromkeys(names))
-    folds = config.folds
-    if isinstance(folds, str):
-        folds = parse_folds(folds)
-    folds = tuple(folds)
-    if not folds or any(isinstance(f, bool) or not isinstance(f, (int, np.integer))
-                        or not 1 <= f <= 5 for f in folds):
-        raise DataError(f"folds must be a non-empty set of integers 1..5; got {config.folds!r}")
+    folds = _check_folds(config.folds)
+    _check_dataset_name(config.dataset)
+    _check_out(config.out)
     if config.select_by is not None and config.select_by not in SELECTION_METRICS:
         raise DataError(
             f"unknown metric {config.select_by!r}; accepted: "
@@ -593,7 +689,7 @@ def load_fold(dataset, fold, root=None, normalize=None):
     refimpl.data.LetorFold
     """
     normalize = _data.check_normalize(normalize)
-    if _synthetic_spec(dataset) is not None:
+    if _check_dataset_name(dataset) is not None:
         root = None
     else:
         root = os.fspath(_data.letor_home(root))
@@ -960,10 +1056,128 @@ def _cache_store(path, task, result):
         _io.atomic_write_json(path, entry)
     except OSError as err:
         warnings.warn(f"cannot write cache entry {path} ({type(err).__name__}: "
-                      f"{err}); the result is in this run's tables but not "
-                      "cached", RuntimeWarning, stacklevel=2)
+                      f"{err}); the task's result is kept for this run but "
+                      "not cached", RuntimeWarning, stacklevel=2)
         return False
     return True
+
+
+# --------------------------------------------------------------------------
+# Output folders
+# --------------------------------------------------------------------------
+
+#: A temporary file of :func:`refimpl._io.atomic_write` (or of the probe
+#: below): ``.<name>.<pid>-<12 hex digits>.tmp``.
+_TMP_NAME = re.compile(r"\..+\.([0-9]+)-[0-9a-f]{12}\.tmp")
+#: A temporary file this old is a leftover whatever its process id says
+#: (the id may have been reused, or belong to another machine).
+_TMP_STALE_S = 3600.0
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True         # someone else's process, or not a pid: keep it
+    return True
+
+
+def _remove_stale_tmp(folder):
+    """Remove the temporary files killed writes left in ``folder``.
+
+    A write that is killed (SIGKILL, power loss) between creating its
+    temporary file and renaming it leaves the file behind; it is removed
+    here when its process is gone or it is older than :data:`_TMP_STALE_S`,
+    never while its writer may still rename it.  Returns how many were
+    removed.  (Local to the runner's folders; to be unified with the
+    package's other folders' clean-up in :mod:`refimpl._io`.)
+    """
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    now = time.time()
+    for name in names:
+        m = _TMP_NAME.fullmatch(name)
+        if m is None:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+            if _pid_alive(int(m.group(1))) and now - st.st_mtime < _TMP_STALE_S:
+                continue
+            os.unlink(path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _check_writable(folder, parameter):
+    """Create ``folder`` if needed and prove a file can be written in it.
+
+    Raises
+    ------
+    DataError
+        Naming ``parameter`` and the folder, with the system's reason
+        (not a directory, read-only, no permission, no space).
+    """
+    tmp = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.close(_io.open_directory(folder))
+        tmp = folder / f".probe.{os.getpid()}-{os.urandom(6).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise DataError(
+            f"{parameter}: cannot write into {folder} ({reason}); give a "
+            "folder that can be created and written, nothing was fitted"
+        ) from None
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _prepare_output(out_dir, plan, stage_cache):
+    """Every folder the run writes, created and checked before the first fit.
+
+    The tables and ``run.json`` go to ``out_dir``, the fingerprint memo to
+    ``out_dir/cache``, each method's entries to ``out_dir/cache/<method>``
+    and a multi-stage estimator's first stages to ``stage_cache``: a run
+    whose results could not be written fails here, not after its fits.
+    Temporary files of killed writes in these folders are removed.
+    """
+    cache = out_dir / "cache"
+    ours = [out_dir, cache, *(cache / m.name for m in plan.methods)]
+    # joblib's memory manages its own files in the stage cache
+    stages = [] if stage_cache is None else [Path(stage_cache)]
+    for folder in ours + stages:
+        _check_writable(folder, f"out (--out) {os.fspath(plan.config.out)!r}")
+    for folder in ours:
+        _remove_stale_tmp(folder)
+
+
+def _write_tables(out_dir, tables, info):
+    """The four tables and ``run.json``, each replaced atomically."""
+    try:
+        for name, rows in tables.items():
+            _io.atomic_write(out_dir / f"{name}.csv",
+                             functools.partial(_write_csv, rows=rows))
+        _io.atomic_write_json(out_dir / "run.json", info, indent=1, default=repr)
+    except OSError as err:
+        raise DataError(
+            f"cannot write the tables into {out_dir} ({type(err).__name__}: "
+            f"{err}); the fits stored in {out_dir / 'cache'} are re-used by "
+            "a re-run"
+        ) from None
 
 
 # --------------------------------------------------------------------------
@@ -1090,6 +1304,11 @@ def _execute(tasks, config):
                 f"the command line ({err})"
             ) from None
         ctx = parallel_config(backend="dask")
+    elif config.backend == "loky":
+        from .._compat.loky import backend_params
+
+        # workers that outlive a killed runner would run on for minutes
+        ctx = parallel_config(backend="loky", **backend_params())
     else:
         ctx = parallel_config(backend=config.backend)
     with ctx:
@@ -1140,23 +1359,26 @@ def _summarize(selected, plan, task_rows):
     return out
 
 
-def _write_csv(path, rows):
+def _write_csv(binary, rows):
+    """``rows`` as UTF-8 CSV into the open binary file ``binary`` (nothing
+    if there is no row)."""
     if not rows:
-        path.write_text("")
         return
+    f = io.TextIOWrapper(binary, encoding="utf-8", newline="")
     columns = []
     for row in rows:
         for k in row:
             if k not in columns:
                 columns.append(k)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, restval="")
-        writer.writeheader()
-        for row in rows:
-            # 10 significant digits: far below any difference discussed,
-            # and half the size of repr()
-            writer.writerow({k: (f"{v:.10g}" if isinstance(v, float) else v)
-                             for k, v in row.items()})
+    writer = csv.DictWriter(f, fieldnames=columns, restval="")
+    writer.writeheader()
+    for row in rows:
+        # 10 significant digits: far below any difference discussed,
+        # and half the size of repr()
+        writer.writerow({k: (f"{v:.10g}" if isinstance(v, float) else v)
+                         for k, v in row.items()})
+    f.flush()
+    f.detach()          # the caller closes ``binary``
 
 
 _HISTORY_KEYS = ("started_utc", "wall_time_s", "n_tasks", "n_fitted", "n_cached",
@@ -1292,16 +1514,25 @@ def run(config):
     Returns
     -------
     RunResult
+
+    Raises
+    ------
+    DataError
+        What :func:`validate_config` refuses; a folder of ``out`` that
+        cannot be created or written (before any fit); tables that cannot be
+        written at the end (the cached fits are re-used by a re-run).
     """
     plan = validate_config(config)
     config = plan.config
     out_dir = Path(config.out) / plan.slug if config.out is not None else None
+    # keyed by the code like the task cache: joblib's memory keys a
+    # stage by its parameters and data only
+    stage_cache = (str(out_dir / "cache" / "stages" / code_hash()[:16])
+                   if out_dir is not None and config.cache else None)
+    if out_dir is not None:
+        _prepare_output(out_dir, plan, stage_cache)
     with _sigterm_unwinds():
         fingerprints = _fingerprints(plan, out_dir)
-        # keyed by the code like the task cache: joblib's memory keys a
-        # stage by its parameters and data only
-        stage_cache = (str(out_dir / "cache" / "stages" / code_hash()[:16])
-                       if out_dir is not None and config.cache else None)
         tasks = []
         for method in plan.methods:
             for fold in config.folds:
@@ -1370,14 +1601,9 @@ def run(config):
     }
     if out_dir is not None:
         info["history"] = _history(out_dir / "run.json", info)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        _write_csv(out_dir / "tasks.csv", rows)
-        _write_csv(out_dir / "selected.csv", selected)
-        _write_csv(out_dir / "summary.csv", summary)
-        _write_csv(out_dir / "per_query.csv", per_query)
-        with open(out_dir / "run.json", "w") as f:
-            json.dump(info, f, indent=1, default=repr)
-            f.write("\n")
+        _write_tables(out_dir, {"tasks": rows, "selected": selected,
+                                "summary": summary, "per_query": per_query},
+                      info)
     return RunResult(config=config, tasks=rows, selected=selected,
                      summary=summary, per_query=per_query, n_fitted=len(todo),
                      n_cached=n_cached, n_failed=n_failed, wall_time=wall,
