@@ -37,9 +37,11 @@ class FailingCase:
     """The smallest case on which a checker saw the student's function fail.
 
     ``inputs`` maps the argument names to the values the student's function
-    was given; ``expected`` is refimpl's answer and ``got`` the student's
-    (the exception, if the function raised one).  ``CheckResult.case`` holds
-    one, so a failing case can be re-run: ``fn(**result.case.inputs)``.
+    was given (for an argument that is itself a function, such as ``f``,
+    the data that defines it); ``expected`` is refimpl's answer and ``got``
+    the student's (the exception, if the function raised one).
+    ``CheckResult.case`` holds one, so a failing case can be re-run, e.g.
+    ``fn(**result.case.inputs)`` when the inputs are plain arrays.
     """
 
     inputs: dict
