@@ -238,3 +238,28 @@ def test_cache_key_python_hash():
 def test_checkers_are_exported(checker):
     import refimpl.exercises as ex
     assert checker.__name__ in ex.__all__
+
+
+# -- every checker: a failure carries its case as data ----------------------
+
+
+def _all_checkers():
+    import refimpl.exercises as ex
+    return [getattr(ex, name) for name in ex.__all__
+            if name.startswith("check_")]
+
+
+@pytest.mark.parametrize("checker", _all_checkers(),
+                         ids=lambda c: c.__name__)
+def test_every_failure_shows_its_case(checker):
+    def raises(*args, **kwargs):
+        raise ArithmeticError("planted")
+    res = checker(raises)
+    assert not res.passed
+    assert "ArithmeticError" in res.message, res.message
+    assert "Smallest failing case: inputs" in res.message, res.message
+    assert "(as data: result.case)" in res.message
+    assert res.case.inputs, res.case
+    assert res.case.expected is not None, res.case
+    assert isinstance(res.case.got, ArithmeticError)
+    assert res.n_cases == 1    # the first case already fails

@@ -187,7 +187,12 @@ def check_pairs(fn) -> CheckResult:
     """
     def diagnose(case):
         y, qid = (np.asarray(a, dtype=np.int64) for a in case)
-        got = _as_pairs(fn(y.copy(), qid.copy()))
+        ref = preference_pairs(y, qid, require_pairs=False)
+        record(y=y.copy(), qid=qid.copy(),
+               expected=sorted(zip(ref.i.tolist(), ref.j.tolist())))
+        out = fn(y.copy(), qid.copy())
+        record(got=out)
+        got = _as_pairs(out)
         return _pairs_message(got, y, qid)
 
     st = _strategies()
