@@ -3,8 +3,11 @@
 Each ``check_*`` function takes the student's function, runs it against
 ``refimpl`` on adversarial and random cases and returns a
 :class:`~refimpl.exercises.CheckResult` whose message says, in one sentence,
-what is wrong (or that every case agreed).  The chapter that poses the
-exercise names its checker; the modules follow the book's chapters.
+what is wrong and shows the smallest failing case (or says that every case
+agreed); ``result.case`` holds that case as data, a
+:class:`~refimpl.exercises.FailingCase` (``inputs``, ``expected``, ``got``).
+The chapter that poses the exercise names its checker; the modules follow
+the book's chapters.
 """
 
 from ._harness import CheckResult, FailingCase, run_checker
