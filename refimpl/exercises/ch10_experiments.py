@@ -234,6 +234,9 @@ def check_cache_key(key) -> CheckResult:
         k = key(copy.deepcopy(task))
         record(got=k)
         if isinstance(k, int):
+            # not the int itself: hash() is salted per process, and a
+            # message must read the same on every run
+            record(got="an int (its value changes from process to process)")
             return ("your key is an int (Python's hash()?): hash() of a "
                     "string changes from one process to the next, so a "
                     "later run would never find the entry; return a "
