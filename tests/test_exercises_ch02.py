@@ -8,6 +8,7 @@ from refimpl.exercises import (check_conjugate_squared_hinge,
                                squared_hinge_conjugate)
 from refimpl.penalties import L1
 from refimpl.solvers.subgradient import project_l1_ball
+from test_exercises_ch01 import assert_diagnosed
 
 # -- soft-thresholding -------------------------------------------------------
 
@@ -16,8 +17,20 @@ def soft_ok(v, t):
     return np.sign(v) * np.maximum(np.abs(v) - t, 0)
 
 
-@pytest.mark.parametrize("fn", [soft_ok, lambda v, t: L1(1.0).prox(v, t)],
-                         ids=["naive", "refimpl"])
+def soft_loop(v, t):
+    out = np.zeros_like(v)
+    for j, x in enumerate(v):
+        if x > t:
+            out[j] = x - t
+        elif x < -t:
+            out[j] = x + t
+    return out
+
+
+@pytest.mark.parametrize("fn", [soft_ok, lambda v, t: L1(1.0).prox(v, t),
+                                lambda v, t: v - np.clip(v, -t, t),
+                                soft_loop],
+                         ids=["naive", "refimpl", "moreau", "loop"])
 def test_soft_threshold_accepts_reference(fn):
     res = check_soft_threshold(fn)
     assert res.passed, res.message
@@ -32,15 +45,14 @@ SOFT_BUGS = {
     "hard": (lambda v, t: np.where(np.abs(v) > t, v, 0.0), "hard thresh"),
     "shift": (lambda v, t: v - t, "subtract t from every entry"),
     "ignore_t": (lambda v, t: soft_ok(v, 1.0), "ignore t"),
+    "box": (lambda v, t: np.clip(v, -t, t), "projection clip(v, -t, t)"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SOFT_BUGS))
 def test_soft_threshold_names_the_bug(name):
     fn, words = SOFT_BUGS[name]
-    res = check_soft_threshold(fn)
-    assert not res.passed
-    assert words in res.message, res.message
+    assert_diagnosed(check_soft_threshold(fn), words)
 
 
 def test_soft_threshold_in_place_and_exceptions():
@@ -75,21 +87,37 @@ def project_ok(v, r):
     return np.sign(v) * np.maximum(np.abs(v) - hi, 0)
 
 
-@pytest.mark.parametrize("fn", [project_ok, project_l1_ball],
-                         ids=["bisection", "refimpl"])
+def project_michelot(v, r):
+    """Michelot's active-set iteration: drop the entries below the mean
+    excess until none is left; no sort."""
+    if np.abs(v).sum() <= r:
+        return v.copy()
+    a = np.abs(v)
+    active = np.ones(len(v), bool)
+    while True:
+        theta = (a[active].sum() - r) / active.sum()
+        keep = active & (a > theta)
+        if keep.sum() == active.sum():
+            return np.sign(v) * np.maximum(a - theta, 0)
+        active = keep
+
+
+@pytest.mark.parametrize("fn", [project_ok, project_l1_ball,
+                                project_michelot],
+                         ids=["bisection", "refimpl", "michelot"])
 def test_project_l1_ball_accepts_reference(fn):
     res = check_project_l1_ball(fn)
     assert res.passed, res.message
 
 
-def _off_by_one(delta):
+def _off_by_one(delta, first=False, ascending=False):
     def proj(v, r):
         if np.abs(v).sum() <= r:
             return v.copy()
-        u = np.sort(np.abs(v))[::-1]
+        u = np.sort(np.abs(v)) if ascending else np.sort(np.abs(v))[::-1]
         k = np.arange(1, len(u) + 1)
         theta = (np.cumsum(u) - r) / k
-        rho = int(np.flatnonzero(u - theta > 0)[-1]) + 1
+        rho = int(np.flatnonzero(u - theta > 0)[0 if first else -1]) + 1
         rho = min(max(rho + delta, 1), len(u))
         return np.sign(v) * np.maximum(np.abs(v) - theta[rho - 1], 0)
     return proj
@@ -105,15 +133,15 @@ L1_BUGS = {
     "rho_plus": (_off_by_one(+1), "off by one"),
     "clip": (lambda v, r: np.clip(v, -r / len(v), r / len(v)),
              "inside the ball"),
+    "first": (_off_by_one(0, first=True), "the first k"),
+    "ascending": (_off_by_one(0, ascending=True), "sorted increasingly"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(L1_BUGS))
 def test_project_l1_ball_names_the_bug(name):
     fn, words = L1_BUGS[name]
-    res = check_project_l1_ball(fn)
-    assert not res.passed
-    assert words in res.message, res.message
+    assert_diagnosed(check_project_l1_ball(fn), words)
 
 
 def test_project_l1_ball_outside():
@@ -138,8 +166,16 @@ def conj_ok(s):
     return s + s * s / 4 if s <= 0 else np.inf
 
 
+def conj_from_maximiser(s):
+    """Evaluate s z - h(z) at the maximiser z = 1 + s/2."""
+    if s > 0:
+        return float("inf")
+    z = 1 + s / 2
+    return s * z - max(0.0, 1 - z) ** 2
+
+
 def test_conjugate_accepts_reference():
-    for fn in (conj_ok, squared_hinge_conjugate):
+    for fn in (conj_ok, squared_hinge_conjugate, conj_from_maximiser):
         res = check_conjugate_squared_hinge(fn)
         assert res.passed, res.message
 
@@ -154,12 +190,13 @@ CONJ_BUGS = {
                  "sign of the linear"),
     "no_linear": (lambda s: s * s / 4 if s <= 0 else np.inf,
                   "missing the linear term"),
+    "boundary": (lambda s: s + s * s / 4 if s < 0 else np.inf,
+                 "domain boundary"),
+    "argmax": (lambda s: 1 + s / 2 if s <= 0 else np.inf, "maximiser"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CONJ_BUGS))
 def test_conjugate_names_the_bug(name):
     fn, words = CONJ_BUGS[name]
-    res = check_conjugate_squared_hinge(fn)
-    assert not res.passed
-    assert words in res.message, res.message
+    assert_diagnosed(check_conjugate_squared_hinge(fn), words)

@@ -13,6 +13,7 @@ from refimpl.exercises.ch03_fenchel import _gap_parts, _walk
 from refimpl.kernels.fenchel import linesearch_pairs
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.solvers import fenchelrank
+from test_exercises_ch01 import assert_diagnosed
 
 # ---------------------------------------------------------------- exact step
 
@@ -44,6 +45,39 @@ def test_exact_step_accepts_refimpl_and_the_walk():
     assert res.passed, res.message
 
 
+def step_by_candidates(a, c):
+    """Every point where the minimiser can be (0, 1, the breakpoints and
+    each piece's root S_ac / S_cc), then the one with the least phi."""
+    nz = c != 0
+    pts = [0.0, 1.0] + [float(b) for b in a[nz] / c[nz] if 0 < b < 1]
+    for lo, hi in zip(sorted(pts)[:-1], sorted(pts)[1:]):
+        on = a - 0.5 * (lo + hi) * c > 0
+        if c[on] @ c[on] > 0:
+            pts.append(min(max(a[on] @ c[on] / (c[on] @ c[on]), lo), hi))
+    return min(pts, key=lambda m: (np.sum(np.maximum(0, a - m * c) ** 2), m))
+
+
+def step_by_bisection(a, c):
+    """phi' is non-decreasing: bisect its sign change to the last bit."""
+    def dphi(m):
+        return -2 * c @ np.maximum(0, a - m * c)
+    if dphi(0.0) >= 0:
+        return 0.0
+    if dphi(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    while lo < np.nextafter(hi, 0) and (lo + hi) / 2 not in (lo, hi):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if dphi(mid) < 0 else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("fn", [step_by_candidates, step_by_bisection])
+def test_exact_step_accepts_other_algorithms(fn):
+    res = check_exact_step(fn)
+    assert res.passed, res.message
+
+
 def test_exact_step_accepts_a_brute_force_minimiser():
     def brute(a, c):
         grid = np.linspace(0, 1, 20001)
@@ -56,10 +90,11 @@ def test_exact_step_accepts_a_brute_force_minimiser():
 
 
 @pytest.mark.parametrize("bug, words", [
-    (lambda a, c: _walk(a, -c), ["sign"]),
+    (lambda a, c: _walk(a, -c), ["wrong sign"]),
     (lambda a, c: _walk_bug(a, c, top=np.inf), ["[0, 1]"]),
-    (lambda a, c: _walk(a, c, sort=False), ["sorted"]),
-    (lambda a, c: _walk(a, c, entering=False), ["enter"]),
+    (lambda a, c: _walk(a, c, sort=False), ["not sorted"]),
+    (lambda a, c: _walk(a, c, entering=False), ["never lets a pair enter"]),
+    (lambda a, c: _walk(a, c, left=True), ["left end"]),
     (lambda a, c: _walk_bug(a, c, factor=0.5), ["factor 2"]),
     (lambda a, c: min(1.0, max(0.0, (a[a > 0] @ c[a > 0])
                                / max(c[a > 0] @ c[a > 0], 1e-300))),
@@ -69,9 +104,14 @@ def test_exact_step_accepts_a_brute_force_minimiser():
 ])
 def test_exact_step_names_planted_bugs(bug, words):
     res = check_exact_step(bug)
-    assert not res.passed
     for word in words:
-        assert word in res.message, res.message
+        assert_diagnosed(res, word)
+
+
+def test_exact_step_walks_are_not_called_closed_form():
+    for kw in (dict(entering=False), dict(left=True)):
+        res = check_exact_step(lambda a, c: _walk(a, c, **kw))
+        assert "closed-form" not in res.message, res.message
 
 
 def test_exact_step_reports_exceptions_and_shapes():
@@ -94,8 +134,30 @@ def _lmo(grad, radius):
     return v
 
 
-def test_lmo_accepts_reference():
-    res = check_lmo_l1_ball(_lmo)
+def lmo_loop(grad, radius):
+    """Try both signed vertices of every coordinate; keep the best."""
+    best, v_best = np.inf, None
+    for j in range(len(grad)):
+        for s in (-1.0, 1.0):
+            v = np.zeros(len(grad))
+            v[j] = s * radius
+            if grad @ v < best:
+                best, v_best = grad @ v, v
+    return v_best
+
+
+def lmo_argmin(grad, radius):
+    """The minimising vertex via argmin over the stacked [grad, -grad]."""
+    d = len(grad)
+    k = int(np.argmin(np.r_[grad, -grad]))
+    v = np.zeros(d)
+    v[k % d] = radius if k < d else -radius
+    return v
+
+
+@pytest.mark.parametrize("fn", [_lmo, lmo_loop, lmo_argmin])
+def test_lmo_accepts(fn):
+    res = check_lmo_l1_ball(fn)
     assert res.passed, res.message
 
 
@@ -115,12 +177,11 @@ def _no_radius(grad, radius):
     (_no_abs, "|grad_j|"),
     (_no_radius, "radius missing"),
     (lambda g, r: int(np.argmax(np.abs(g))), "index"),
-    (lambda g, r: 2 * _lmo(g, r), "radius"),
+    (lambda g, r: 2 * _lmo(g, r), "|v_j| = radius"),
+    (lambda g, r: -r * np.sign(g) / len(g), "non-zero entries"),
 ])
 def test_lmo_names_planted_bugs(bug, word):
-    res = check_lmo_l1_ball(bug)
-    assert not res.passed
-    assert word in res.message, res.message
+    assert_diagnosed(check_lmo_l1_ball(bug), word)
 
 
 def test_lmo_rejects_non_vertex_minimiser():
@@ -171,6 +232,17 @@ def test_gap_accepts_reference_and_primal_minus_dual():
         P = p / (4 * r**2) * d @ d - d.sum() / r + np.max(np.abs(K.T @ d))
         return P + r**2 / p * res @ res
     res = check_duality_gap(p_minus_d)
+    assert res.passed, res.message
+
+    def gap_pair_loop(K, w, r):
+        p, m = K.shape
+        g, f_star = np.zeros(m), 0.0
+        for t in range(p):
+            res_t = max(0.0, 1 / r - K[t] @ w)
+            g += 2 * r**2 / p * res_t * K[t]
+            f_star += r**2 / p * res_t ** 2
+        return max(abs(g)) - g @ w
+    res = check_duality_gap(gap_pair_loop)
     assert res.passed, res.message
 
 
@@ -225,6 +297,4 @@ def _bug_full_no_p(K, w, r):
     (lambda K, w, r: _gap(K, w, r) * K.shape[0], "1/p"),
 ])
 def test_gap_names_planted_bugs(bug, word):
-    res = check_duality_gap(bug)
-    assert not res.passed
-    assert word in res.message, res.message
+    assert_diagnosed(check_duality_gap(bug), word)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from refimpl.exercises import check_cache_key, check_select_by_validation
+from test_exercises_ch01 import assert_diagnosed
 
 # -- check_select_by_validation ----------------------------------------------
 
@@ -60,40 +61,53 @@ def select_keeps_failed(values):
     return select_naive(vals) if vals else None
 
 
-def test_select_accepts_the_rule():
-    result = check_select_by_validation(select_naive)
+def select_sorted(values):
+    """Sort the finished fits by (value, -index), NaN as -inf: the last wins."""
+    ok = [(-math.inf if math.isnan(v) else v, -i)
+          for i, v in enumerate(values) if v is not None]
+    return -max(ok)[1] if ok else None
+
+
+def select_numpy(values):
+    """NaN -> -inf, failed -> NaN removed by index; np.argmax takes the
+    first of equal maxima."""
+    idx = [i for i, v in enumerate(values) if v is not None]
+    if not idx:
+        return None
+    vals = np.array([values[i] for i in idx], float)
+    return idx[int(np.argmax(np.where(np.isnan(vals), -np.inf, vals)))]
+
+
+@pytest.mark.parametrize("fn", [select_naive, select_sorted, select_numpy])
+def test_select_accepts_the_rule(fn):
+    result = check_select_by_validation(fn)
     assert result.passed, result.message
     assert "agrees with refimpl" in result.message
 
 
 def test_select_nan_wins():
-    result = check_select_by_validation(select_argmax)
-    assert not result.passed
-    assert "NaN treated as the best value" in result.message
+    assert_diagnosed(check_select_by_validation(select_argmax),
+                     "NaN treated as the best value")
 
 
 def test_select_last_tie():
-    result = check_select_by_validation(select_last_tie)
-    assert not result.passed
-    assert "ties broken by a later setting" in result.message
+    assert_diagnosed(check_select_by_validation(select_last_tie),
+                     "ties broken by a later setting")
 
 
 def test_select_smallest():
-    result = check_select_by_validation(select_min)
-    assert not result.passed
-    assert "smallest validation value" in result.message
+    assert_diagnosed(check_select_by_validation(select_min),
+                     "smallest validation value")
 
 
 def test_select_off_by_one():
-    result = check_select_by_validation(select_one_based)
-    assert not result.passed
-    assert "off by one" in result.message
+    assert_diagnosed(check_select_by_validation(select_one_based),
+                     "off by one")
 
 
 def test_select_failed_fit_kept():
-    result = check_select_by_validation(select_keeps_failed)
-    assert not result.passed
-    assert "failed fit" in result.message
+    assert_diagnosed(check_select_by_validation(select_keeps_failed),
+                     "failed fit")
 
 
 def select_nanargmax(values):
@@ -105,9 +119,8 @@ def select_nanargmax(values):
 
 
 def test_select_all_nan_is_not_a_failure():
-    result = check_select_by_validation(select_nanargmax)
-    assert not result.passed
-    assert "NaN is not a failure" in result.message
+    assert_diagnosed(check_select_by_validation(select_nanargmax),
+                     "NaN is not a failure")
 
 
 def test_select_returns_value_or_raises():
@@ -160,40 +173,64 @@ def key_builtin_hash(task):
     return hash(json.dumps(task, sort_keys=True))
 
 
-def test_cache_key_accepts_a_digest_of_sorted_json():
-    result = check_cache_key(key_json)
+def key_length_prefixed(task):
+    """Each field hashed with its name and length: no JSON at all."""
+    h = hashlib.blake2b(digest_size=20)
+    for name in sorted(task):
+        v = task[name]
+        text = repr(sorted(v.items())) if isinstance(v, dict) else repr(v)
+        h.update(f"{name}:{len(text)}:{text};".encode())
+    return h.hexdigest()
+
+
+def key_of_digests(task):
+    """A digest of the per-field digests, in sorted field order."""
+    parts = [hashlib.sha256(json.dumps([k, task[k]], sort_keys=True)
+                            .encode()).hexdigest() for k in sorted(task)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("fn", [key_json, key_length_prefixed,
+                                key_of_digests])
+def test_cache_key_accepts_a_digest_of_sorted_json(fn):
+    result = check_cache_key(fn)
     assert result.passed, result.message
 
 
 def test_cache_key_ignores_data():
-    result = check_cache_key(key_no_data)
-    assert not result.passed
-    assert "ignores the data's digest" in result.message
+    assert_diagnosed(check_cache_key(key_no_data), "ignores the data's digest")
 
 
 def test_cache_key_ignores_fixed_settings():
-    result = check_cache_key(key_no_fixed)
-    assert not result.passed
-    assert "fixed settings" in result.message
+    assert_diagnosed(check_cache_key(key_no_fixed), "fixed settings")
 
 
 def test_cache_key_depends_on_order():
-    result = check_cache_key(key_unsorted)
-    assert not result.passed
-    assert "order of the entries" in result.message
+    assert_diagnosed(check_cache_key(key_unsorted), "order of the entries")
 
 
 @pytest.mark.parametrize("fn", [key_concat, key_concat_listed])
 def test_cache_key_runs_fields_together(fn):
-    result = check_cache_key(fn)
-    assert not result.passed
-    assert "without a separator" in result.message
+    assert_diagnosed(check_cache_key(fn), "without a separator")
+
+
+def key_no_code(task):
+    return key_json({k: v for k, v in task.items() if k != "code"})
+
+
+def key_random(task):
+    import uuid
+    return key_json(task) + uuid.uuid4().hex
+
+
+@pytest.mark.parametrize("fn, word", [(key_no_code, "the code hash"),
+                                      (key_random, "two calls")])
+def test_cache_key_more_bugs(fn, word):
+    assert_diagnosed(check_cache_key(fn), word)
 
 
 def test_cache_key_python_hash():
-    result = check_cache_key(key_builtin_hash)
-    assert not result.passed
-    assert "hash()" in result.message
+    assert_diagnosed(check_cache_key(key_builtin_hash), "hash()")
 
 
 @pytest.mark.parametrize("checker", [check_select_by_validation,
@@ -201,3 +238,28 @@ def test_cache_key_python_hash():
 def test_checkers_are_exported(checker):
     import refimpl.exercises as ex
     assert checker.__name__ in ex.__all__
+
+
+# -- every checker: a failure carries its case as data ----------------------
+
+
+def _all_checkers():
+    import refimpl.exercises as ex
+    return [getattr(ex, name) for name in ex.__all__
+            if name.startswith("check_")]
+
+
+@pytest.mark.parametrize("checker", _all_checkers(),
+                         ids=lambda c: c.__name__)
+def test_every_failure_shows_its_case(checker):
+    def raises(*args, **kwargs):
+        raise ArithmeticError("planted")
+    res = checker(raises)
+    assert not res.passed
+    assert "ArithmeticError" in res.message, res.message
+    assert "Smallest failing case: inputs" in res.message, res.message
+    assert "(as data: result.case)" in res.message
+    assert res.case.inputs, res.case
+    assert res.case.expected is not None, res.case
+    assert isinstance(res.case.got, ArithmeticError)
+    assert res.n_cases == 1    # the first case already fails

@@ -19,15 +19,10 @@ import numpy as np
 
 from ..penalties import L1
 from ..solvers.subgradient import project_l1_ball
-from ._harness import CheckResult, run_checker
+from ._harness import CheckResult, only_match, record, run_checker
 
 __all__ = ["check_conjugate_squared_hinge", "check_project_l1_ball",
            "check_soft_threshold", "squared_hinge_conjugate"]
-
-
-def _fmt(a) -> str:
-    return np.array2string(np.asarray(a, dtype=float), precision=4,
-                           separator=", ", max_line_width=10_000)
 
 
 def _close(a, b, scale=1.0) -> bool:
@@ -46,7 +41,7 @@ def _as_output(out, v, name="your function"):
         return None, (f"{name} returned shape {out.shape} for an input of "
                       f"shape {v.shape}")
     if not np.all(np.isfinite(out)):
-        return None, f"{name} returned a non-finite value for v = {_fmt(v)}"
+        return None, f"{name} returned a non-finite value"
     return out, None
 
 
@@ -59,41 +54,47 @@ def _soft(v, t):
 def _diagnose_soft(fn, case):
     v, t = case
     v_in = v.copy()
-    out, msg = _as_output(fn(v_in, t), v)
+    ref = _soft(v, t)
+    record(v=v.copy(), t=t, expected=ref)
+    got = fn(v_in, t)
+    record(got=got)
+    out, msg = _as_output(got, v)
     if msg:
         return msg
     if not np.array_equal(v_in, v):
         return "your function modified its input v in place"
-    ref = _soft(v, t)
     scale = float(np.max(np.abs(v), initial=1.0))
     if _close(out, ref, scale):
         return None
-    where = f"(v = {_fmt(v)}, t = {t:g})"
-    hard = np.where(np.abs(v) > t, v, 0.0)
-    if _close(out, hard, scale):
-        return ("hard thresholding: you keep v_j unchanged when |v_j| > t; "
-                f"soft-thresholding also shrinks it by t {where}")
-    if _close(out, np.sign(v) * (np.abs(v) - t), scale):
-        return ("no clipping at 0: entries with |v_j| <= t must become "
-                f"exactly 0, not change sign {where}")
-    if _close(out, v - t, scale):
-        return ("you subtract t from every entry; soft-thresholding moves "
-                f"each v_j towards 0 by t (the sign of v_j matters) {where}")
-    if _close(out, np.abs(ref), scale) or _close(out, np.maximum(
-            np.abs(v) - t, 0.0), scale):
-        return ("sign lost: you return max(|v_j| - t, 0), the magnitude "
-                f"without the sign of v_j {where}")
-    if _close(out, -ref, scale):
-        return f"wrong sign: your result is the negative of the prox {where}"
-    for factor, name in ((0.5, "t/2"), (2.0, "2t")):
-        if t > 0 and _close(out, _soft(v, factor * t), scale):
-            return (f"wrong threshold: you threshold at {name} instead of t "
-                    f"(the prox of t||.||_1 shrinks by t) {where}")
-    if t != 1.0 and _close(out, _soft(v, 1.0), scale):
-        return f"you ignore t: your result is the prox for t = 1 {where}"
+    cands = [
+        ("hard thresholding: you keep v_j unchanged when |v_j| > t; "
+         "soft-thresholding also shrinks it by t",
+         np.where(np.abs(v) > t, v, 0.0)),
+        ("no clipping at 0: entries with |v_j| <= t must become exactly 0, "
+         "not change sign", np.sign(v) * (np.abs(v) - t)),
+        ("you subtract t from every entry; soft-thresholding moves each v_j "
+         "towards 0 by t (the sign of v_j matters)", v - t),
+        ("sign lost: you return max(|v_j| - t, 0), the magnitude without "
+         "the sign of v_j", np.maximum(np.abs(v) - t, 0.0)),
+        ("wrong sign: your result is the negative of the prox", -ref),
+        ("wrong box in the Moreau form: v - clip(v, -t, t) is the prox; "
+         "you return the projection clip(v, -t, t) itself",
+         np.clip(v, -t, t)),
+    ]
+    if t > 0:
+        cands += [("wrong threshold: you threshold at t/2 instead of t (the "
+                   "prox of t||.||_1 shrinks by t)", _soft(v, t / 2)),
+                  ("wrong threshold: you threshold at 2t instead of t (the "
+                   "prox of t||.||_1 shrinks by t)", _soft(v, 2 * t))]
+    if t != 1.0:
+        cands.append(("you ignore t: your result is the prox for t = 1",
+                      _soft(v, 1.0)))
+    named = only_match(cands, lambda c: _close(out, c, scale))
+    if named:
+        return named
     j = int(np.argmax(np.abs(out - ref)))
     return (f"differs from refimpl at coordinate {j}: yours "
-            f"{out[j]:.6g}, soft-thresholding gives {ref[j]:.6g} {where}")
+            f"{out[j]:.6g}, soft-thresholding gives {ref[j]:.6g}")
 
 
 def _vectors(min_size=1, max_size=12, bound=10.0):
@@ -134,7 +135,7 @@ def check_soft_threshold(fn, *, max_examples=100) -> CheckResult:
                                                allow_subnormal=False))
     return run_checker(lambda c: _diagnose_soft(fn, c), adversarial=adversarial,
                        strategy=strategy, max_examples=max_examples,
-                       what="your soft-thresholding")
+                       what="your soft-thresholding", names=("v", "t"))
 
 
 # -- projection onto the l1 ball ---------------------------------------------
@@ -151,51 +152,69 @@ def _thresholds(v, r):
 def _diagnose_l1_ball(fn, case):
     v, r = case
     v_in = v.copy()
-    out, msg = _as_output(fn(v_in, r), v)
+    ref = project_l1_ball(v, r)
+    record(v=v.copy(), r=r, expected=ref)
+    got = fn(v_in, r)
+    record(got=got)
+    out, msg = _as_output(got, v)
     if msg:
         return msg
     if not np.array_equal(v_in, v):
         return "your function modified its input v in place"
-    ref = project_l1_ball(v, r)
     scale = float(max(np.max(np.abs(v), initial=1.0), r))
     if _close(out, ref, scale):
         return None
-    where = f"(v = {_fmt(v)}, r = {r:g})"
-    if _close(out, np.abs(ref), scale):
-        return f"sign lost: you return |w_j| without the sign of v_j {where}"
-    if _close(out, -ref, scale):
-        return ("wrong sign: your result is the negative of the projection "
-                f"{where}")
-    if np.any((out != 0) & (np.sign(out) != np.sign(v))):
-        return ("sign error: a coordinate of your result has the opposite "
-                f"sign of v_j (the projection never flips a sign) {where}")
     n1 = float(np.abs(v).sum())
     if n1 <= r:
-        return ("v is already in the ball (||v||_1 = "
-                f"{n1:.4g} <= r) and must be returned unchanged {where}")
-    if _close(out, v * (r / n1), scale):
-        return ("scaling instead of projecting: r v / ||v||_1 lies in the "
-                "ball but is not the nearest point; soft-threshold v at the "
-                f"right theta instead {where}")
+        return only_match([
+            ("sign lost: you return |w_j| without the sign of v_j",
+             np.abs(ref)),
+            ("wrong sign: your result is the negative of the projection",
+             -ref)], lambda c: _close(out, c, scale)) or (
+            f"v is already in the ball (||v||_1 = {n1:.4g} <= r) and must "
+            "be returned unchanged")
     theta, rho = _thresholds(v, r)
+    u_up = np.sort(np.abs(v))
+    theta_up = (np.cumsum(u_up) - r) / np.arange(1, len(v) + 1)
+    up = np.flatnonzero(u_up - theta_up > 0)
+
+    def soft(th):
+        return np.sign(v) * np.maximum(np.abs(v) - th, 0)
+    cands = [
+        ("sign lost: you return |w_j| without the sign of v_j", np.abs(ref)),
+        ("wrong sign: your result is the negative of the projection", -ref),
+        ("scaling instead of projecting: r v / ||v||_1 lies in the ball but "
+         "is not the nearest point; soft-threshold v at the right theta "
+         "instead", v * (r / n1)),
+        ("the first k with u_k > theta_k instead of the last: rho is the "
+         "LARGEST such k", soft(theta[0])),
+    ]
+    if len(up):
+        cands.append(("sorted increasingly: the rule sorts |v| in "
+                      "decreasing order (np.sort(...)[::-1])",
+                      soft(theta_up[up[-1]])))
     for k, name in ((rho - 1, "rho - 1"), (rho + 1, "rho + 1")):
-        if 1 <= k <= len(v) and _close(
-                out, np.sign(v) * np.maximum(np.abs(v) - theta[k - 1], 0),
-                scale):
-            return (f"off by one in the sort-based rule: your threshold uses "
-                    f"the {name} largest entries (rho = {rho}; theta = "
-                    f"{theta[rho - 1]:.4g}, yours {theta[k - 1]:.4g}) {where}")
+        if 1 <= k <= len(v):
+            cands.append((f"off by one in the sort-based rule: your "
+                          f"threshold uses the {name} largest entries "
+                          "(0-based index where the formula counts from 1?)",
+                          soft(theta[k - 1])))
+    named = only_match(cands, lambda c: _close(out, c, scale))
+    if named:
+        return named
+    if np.any((out != 0) & (np.sign(out) != np.sign(v))):
+        return ("sign error: a coordinate of your result has the opposite "
+                "sign of v_j (the projection never flips a sign)")
     n_out = float(np.abs(out).sum())
     if n_out > r * (1 + 1e-9) + 1e-12:
-        return (f"your result is outside the ball: ||w||_1 = {n_out:.6g} "
-                f"> r {where}")
+        return f"your result is outside the ball: ||w||_1 = {n_out:.6g} > r"
     if n_out < r * (1 - 1e-9):
         return ("your result is strictly inside the ball (||w||_1 = "
                 f"{n_out:.6g} < r); the projection of a point outside lies "
-                f"on the sphere ||w||_1 = r {where}")
+                "on the sphere ||w||_1 = r")
     j = int(np.argmax(np.abs(out - ref)))
     return (f"differs from refimpl at coordinate {j}: yours {out[j]:.6g}, "
-            f"the projection gives {ref[j]:.6g} {where}")
+            f"the projection gives {ref[j]:.6g}")
 
 
 def check_project_l1_ball(fn, *, max_examples=100) -> CheckResult:
@@ -230,7 +249,7 @@ def check_project_l1_ball(fn, *, max_examples=100) -> CheckResult:
     return run_checker(lambda c: _diagnose_l1_ball(fn, c),
                        adversarial=adversarial, strategy=strategy,
                        max_examples=max_examples,
-                       what="your l1-ball projection")
+                       what="your l1-ball projection", names=("v", "r"))
 
 
 # -- the conjugate of the squared hinge --------------------------------------
@@ -249,47 +268,57 @@ def squared_hinge_conjugate(s):
 
 
 def _diagnose_conj(fn, s):
-    out = np.array([float(fn(float(si))) for si in s])
     ref = squared_hinge_conjugate(s)
+    record(s=s, expected=ref)
+    out = []
+    for si in s:
+        out.append(fn(float(si)))
+        record(got=np.array(out + [np.nan] * (len(s) - len(out)), float))
+    out = np.array([float(o) for o in out])
+    record(got=out)
     fin = np.isfinite(ref)
-    where = f"(s = {_fmt(s)})"
     if np.array_equal(np.isfinite(out), fin) and np.all(
             out[~fin] > 0) and _close(out[fin], ref[fin], 1.0 + np.max(
                 np.abs(s), initial=0.0) ** 2):
         return None
     if np.any(np.isnan(out)):
-        return f"your conjugate returned NaN {where}"
+        return "your conjugate returned NaN"
     if np.any(out[~fin] < np.inf) and np.all(np.isfinite(out[fin])):
         if np.all(np.isfinite(out)) and _close(out, s + s * s / 4, 1.0):
             return ("domain missing: for s > 0 the supremum is +inf (let "
                     "z -> +inf, where h(z) = 0 and s z grows); you return "
-                    f"s + s^2/4 there {where}")
-        return ("domain missing: for s > 0 the conjugate must be +inf "
-                f"(np.inf) {where}")
+                    "s + s^2/4 there")
+        return "domain missing: for s > 0 the conjugate must be +inf (np.inf)"
     neg, pos = s < 0, s > 0
     if np.any(np.isinf(out[neg])) and np.all(np.isfinite(out[pos])):
         return ("domain on the wrong side: h*(s) is finite for s <= 0 and "
-                f"+inf for s > 0 {where}")
+                "+inf for s > 0")
+    if np.all(np.isfinite(out[neg])) and np.any(np.isinf(out[s == 0])):
+        return ("domain boundary: s = 0 belongs to the domain, h*(0) = 0 "
+                "(every z >= 1 attains it); test s <= 0, not s < 0")
     if np.any(~np.isfinite(out[fin])):
-        return f"you return +inf where the conjugate is finite {where}"
+        return "you return +inf where the conjugate is finite"
     sf, of = s[fin], out[fin]
     sc = 1.0 + np.max(np.abs(sf), initial=0.0) ** 2
-    for cand, text in (
-            (sf + sf * sf / 2, "missing factor 1/2: you have s^2/2 where the "
-                               "maximiser z = 1 + s/2 gives s^2/4"),
-            (sf - sf * sf / 4, "wrong sign of the quadratic term: h* is "
-                               "convex, so its s^2 term is +s^2/4"),
-            (-sf + sf * sf / 4, "wrong sign of the linear term: the "
-                                "slope of h* at s = 0 is +1 (z = 1)"),
-            (sf * sf / 4, "missing the linear term s (it comes from "
-                          "s z at z = 1 + s/2)"),
-            (sf + sf * sf, "wrong quadratic coefficient: s^2 instead of "
-                           "s^2/4 (the maximiser is z = 1 + s/2)")):
-        if _close(of, cand, sc):
-            return f"{text} {where}"
+    named = only_match([
+        ("missing factor 1/2: you have s^2/2 where the maximiser "
+         "z = 1 + s/2 gives s^2/4", sf + sf * sf / 2),
+        ("wrong sign of the quadratic term: h* is convex, so its s^2 term "
+         "is +s^2/4", sf - sf * sf / 4),
+        ("wrong sign of the linear term: the slope of h* at s = 0 is +1 "
+         "(z = 1)", -sf + sf * sf / 4),
+        ("missing the linear term s (it comes from s z at z = 1 + s/2)",
+         sf * sf / 4),
+        ("wrong quadratic coefficient: s^2 instead of s^2/4 (the maximiser "
+         "is z = 1 + s/2)", sf + sf * sf),
+        ("you return the maximiser z = 1 + s/2, not the value s z - h(z) "
+         "there", 1 + sf / 2),
+    ], lambda c: _close(of, c, sc))
+    if named:
+        return named
     j = int(np.argmax(np.abs(of - ref[fin])))
     return (f"at s = {sf[j]:.6g} you return {of[j]:.6g}, the supremum of "
-            f"s z - max(0, 1 - z)^2 is {ref[fin][j]:.6g} {where}")
+            f"s z - max(0, 1 - z)^2 is {ref[fin][j]:.6g}")
 
 
 def check_conjugate_squared_hinge(fn, *, max_examples=100) -> CheckResult:
@@ -316,4 +345,5 @@ def check_conjugate_squared_hinge(fn, *, max_examples=100) -> CheckResult:
     return run_checker(lambda s: _diagnose_conj(fn, s),
                        adversarial=adversarial, strategy=strategy,
                        max_examples=max_examples,
-                       what="your conjugate of the squared hinge")
+                       what="your conjugate of the squared hinge",
+                       names=("s",))

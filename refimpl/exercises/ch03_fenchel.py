@@ -22,7 +22,8 @@ import numpy as np
 
 from ..kernels.fenchel import greedy_coordinate, linesearch_pairs
 from ..losses import PairwiseSquaredHinge
-from ._harness import CheckResult, run_checker
+from ._harness import (CheckResult, Suspects, only_match, record,
+                       run_checker)
 
 __all__ = ["check_exact_step", "check_lmo_l1_ball", "check_duality_gap"]
 
@@ -66,8 +67,10 @@ def _step_ref(a, c):
                                   np.ascontiguousarray(c, dtype=np.float64)))
 
 
-def _walk(a, c, *, sort=True, entering=True):
-    """The sign-change walk, optionally with the two usual mistakes."""
+def _walk(a, c, *, sort=True, entering=True, left=False):
+    """The sign-change walk, optionally with one of the usual mistakes:
+    breakpoints unsorted, pairs never entering, or the active set read at
+    the left end ``lo`` of each interval instead of inside it."""
     nz = c != 0
     bps = a[nz] / c[nz]
     if not entering:   # pairs inactive at 0 never join the active set
@@ -76,7 +79,7 @@ def _walk(a, c, *, sort=True, entering=True):
     knots = np.r_[np.unique(bps) if sort else bps, 1.0]
     lo = 0.0
     for hi in knots:
-        on = a - 0.5 * (lo + hi) * c > 0
+        on = a - (lo if left else 0.5 * (lo + hi)) * c > 0
         if not entering:
             on &= a > 0
         s_ac, s_cc = a[on] @ c[on], c[on] @ c[on]
@@ -132,8 +135,13 @@ def _step_mistakes(a, c, ref):
          "returns; the active set is fixed only between consecutive "
          "breakpoints in increasing order"),
         (_walk(a, c, entering=False), "your walk never lets a pair enter "
-         "the active set: a pair with a_i < 0 and c_i < 0 becomes active at "
-         "mu = a_i / c_i"),
+         "the active set: a pair with a_i <= 0 and c_i < 0 becomes active "
+         "at mu = a_i / c_i (test a_i - mu c_i > 0 on each interval, not "
+         "a_i > 0)"),
+        (_walk(a, c, left=True), "your walk reads the active set at the "
+         "left end lo of each interval: a pair that enters at lo (a_i - lo "
+         "c_i = 0, c_i < 0) is active on the whole interval after it; test "
+         "a_i - mu c_i > 0 at a point inside, e.g. the midpoint"),
     ]
     if ref > 0:
         # the root S_ac / S_cc of the piece that ends at the minimiser
@@ -148,39 +156,52 @@ def _step_mistakes(a, c, ref):
     return out
 
 
-def _diagnose_step(fn, case):
+def _diagnose_step(fn, case, suspects):
     a, c = case
-    mu, msg = _as_float(fn(a.copy(), c.copy()), "the step mu")
+    ref = _step_ref(a, c)
+    record(a=a.copy(), c=c.copy(), expected=ref)
+    got = fn(a.copy(), c.copy())
+    record(got=got)
+    mu, msg = _as_float(got, "the step mu")
     if msg:
         return msg
-    ref = _step_ref(a, c)
     tol = 1e-10 * max(1.0, _phi(0.0, a, c))
-    ok_range = -1e-12 <= mu <= 1 + 1e-12
-    if ok_range and _phi(min(max(mu, 0.0), 1.0), a, c) <= _phi(ref, a, c) + tol:
+    best = _phi(ref, a, c) + tol
+
+    def right(v):
+        return -1e-12 <= v <= 1 + 1e-12 and _phi(
+            min(max(v, 0.0), 1.0), a, c) <= best
+    cands = [(why, v) for v, why in _step_mistakes(a, c, ref)]
+    if right(mu):
+        suspects.clear(cands, right)
         return None
-    where = f" (a = {np.round(a, 4).tolist()}, c = {np.round(c, 4).tolist()})"
-    for cand, why in _step_mistakes(a, c, ref):
-        if _close(mu, cand) and not _close(cand, ref):
-            return why + f"; the minimiser is mu = {ref:.6g}" + where
+    named = suspects.name([(w, v) for w, v in cands if not right(v)],
+                          lambda v: _close(mu, v))
+    if named:
+        return named
     if mu > 1:
-        return (f"your step mu = {mu:.6g} is larger than 1: clip it to [0, 1] "
-                "(beyond 1 the iterate leaves the l1 ball); the minimiser is "
-                f"mu = {ref:.6g}" + where)
+        return ("your step is larger than 1: clip it to [0, 1] (beyond 1 "
+                "the iterate leaves the l1 ball)")
     if mu < 0:
-        return (f"your step mu = {mu:.6g} is negative: a sign error in "
-                "phi'(mu) = -2 sum_active c_i (a_i - mu c_i), or a missing "
-                f"clip to [0, 1]; the minimiser is mu = {ref:.6g}" + where)
+        return ("your step is negative: a sign error in phi'(mu) = "
+                "-2 sum_active c_i (a_i - mu c_i), or a missing clip to "
+                "[0, 1]")
     d = _dphi(mu, a, c)
     side = ("phi still decreases there, so the minimiser is larger"
             if d < 0 else "phi increases there, so the minimiser is smaller")
-    return (f"phi'({mu:.6g}) = {d:.3g}: {side} (mu = {ref:.6g}, phi = "
-            f"{_phi(ref, a, c):.6g} against your {_phi(mu, a, c):.6g}); "
-            "check the active set you use on each interval" + where)
+    return (f"phi'(mu) = {d:.3g} at your step: {side} (phi = "
+            f"{_phi(ref, a, c):.6g} at the minimiser against your "
+            f"{_phi(mu, a, c):.6g}); check the active set you use on each "
+            "interval")
 
 
 def _step_adversarial():
     A = np.array
     return [
+        # first, a case on which every mistake of _step_mistakes gives its
+        # own wrong step (pair 3 enters at 0, pairs 2 and 1 leave at 1/3
+        # and 2/3): each shows alone here
+        (A([-0.25, 0.5, 0.25, 0.0]), A([0.5, 0.75, 0.75, -1.0])),
         # pairs enter: a < 0, c < 0 (active from a / c on)
         (A([1.0, -0.2, -0.5]), A([2.0, -1.0, -1.0])),
         # a pair leaves at 0.25 before the root of the first piece
@@ -212,7 +233,7 @@ def _step_cases():
     return case()
 
 
-def check_exact_step(fn, *, max_examples=120) -> CheckResult:
+def check_exact_step(fn, *, max_examples=119) -> CheckResult:
     r"""Check ``fn(a, c) -> mu``, the exact step of FenchelRank (eq. (3.9)).
 
     ``mu`` must minimise ``phi(mu) = sum_i max(0, a_i - mu c_i)^2`` over
@@ -224,10 +245,11 @@ def check_exact_step(fn, *, max_examples=120) -> CheckResult:
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
-    return run_checker(lambda case: _diagnose_step(fn, case),
+    suspects = Suspects()
+    return run_checker(lambda case: _diagnose_step(fn, case, suspects),
                        adversarial=_step_adversarial(),
                        strategy=_step_cases(), max_examples=max_examples,
-                       what="your exact step")
+                       what="your exact step", names=("a", "c"))
 
 
 # --------------------------------------------------------------------------
@@ -244,7 +266,10 @@ def _lmo_ref(grad, radius):
 
 def _diagnose_lmo(fn, case):
     grad, radius = case
+    ref = _lmo_ref(grad, radius)
+    record(grad=grad.copy(), radius=radius, expected=ref)
     out = fn(grad.copy(), radius)
+    record(got=out)
     v = np.asarray(out, dtype=np.float64)
     if v.shape != grad.shape:
         if v.size == 1 and float(v) == int(float(v)):
@@ -254,46 +279,48 @@ def _diagnose_lmo(fn, case):
                 f"shape of grad, {grad.shape}")
     if not np.all(np.isfinite(v)):
         return "your vertex has non-finite entries"
-    ref = _lmo_ref(grad, radius)
     gmax = float(np.max(np.abs(grad)))
     best = -radius * gmax
     tol = 1e-12 * max(1.0, radius * gmax)
     norm1 = float(np.abs(v).sum())
     feasible = norm1 <= radius * (1 + 1e-12)
-    where = f" (grad = {np.round(grad, 4).tolist()}, radius = {radius:g})"
     support = np.flatnonzero(v)
     if feasible and grad @ v <= best + tol:
         if gmax == 0 or len(support) == 1:
             return None
         return ("your point attains the minimum but is not a vertex: return "
                 "one signed vertex +-radius e_j (Frank-Wolfe's sparsity comes "
-                "from moving towards one vertex)" + where)
+                "from moving towards one vertex)")
     if np.allclose(v, -ref) or (len(support) == 1 and abs(grad[support[0]])
                                 == gmax and np.sign(v[support[0]])
                                 == np.sign(grad[support[0]])):
         return ("wrong sign: your vertex maximises <grad, v>; the LMO "
-                "minimises it, v = -radius sign(grad_j) e_j" + where)
+                "minimises it, v = -radius sign(grad_j) e_j")
     if len(support) == 1:
         k = int(support[0])
         if abs(grad[k]) < gmax and k in (int(np.argmax(grad)),
                                           int(np.argmin(grad))):
             return (f"you pick j = {k}, the largest signed entry of grad (or "
                     "of -grad); the LMO needs argmax_j |grad_j| = "
-                    f"{int(np.argmax(np.abs(grad)))}" + where)
+                    f"{int(np.argmax(np.abs(grad)))}")
         if abs(grad[k]) < gmax:
             return (f"you pick j = {k}, but |grad_j| is largest at j = "
-                    f"{int(np.argmax(np.abs(grad)))}" + where)
+                    f"{int(np.argmax(np.abs(grad)))}")
         if np.isclose(abs(v[k]), 1.0) and not np.isclose(radius, 1.0):
             return ("radius missing: |v_j| = 1, but the vertices of the ball "
-                    f"of radius {radius:g} are +-{radius:g} e_j" + where)
+                    f"of radius {radius:g} are +-{radius:g} e_j")
         return (f"|v_j| = {abs(v[k]):.6g}: the vertex of the ball of radius "
-                f"{radius:g} has |v_j| = radius" + where)
+                f"{radius:g} has |v_j| = radius")
     if not feasible:
         return (f"||v||_1 = {norm1:.6g} > radius = {radius:g}: your point is "
-                "outside the ball" + where)
+                "outside the ball")
+    if len(support) > 1:
+        return (f"your point has {len(support)} non-zero entries and "
+                f"<grad, v> = {grad @ v:.6g} above the minimum "
+                f"-radius ||grad||_inf = {best:.6g}: the minimiser is one "
+                "signed vertex +-radius e_j")
     return (f"<grad, v> = {grad @ v:.6g}, but the minimum over the ball is "
-            f"-radius ||grad||_inf = {best:.6g}, at v = "
-            f"{np.round(ref, 4).tolist()}" + where)
+            f"-radius ||grad||_inf = {best:.6g}")
 
 
 def _lmo_adversarial():
@@ -335,7 +362,8 @@ def check_lmo_l1_ball(fn, *, max_examples=100) -> CheckResult:
     return run_checker(lambda case: _diagnose_lmo(fn, case),
                        adversarial=_lmo_adversarial(),
                        strategy=_lmo_cases(), max_examples=max_examples,
-                       what="your linear minimisation oracle")
+                       what="your linear minimisation oracle",
+                       names=("grad", "radius"))
 
 
 # --------------------------------------------------------------------------
@@ -402,8 +430,7 @@ def _gap_mistakes(K, w, r):
         (inf + p / (4 * r * r) * d @ d + d.sum() / r + f_star,
          "wrong sign of the linear term of the conjugate: "
          "f(d) = p/(4 r^2) ||d||^2 - ||d||_1 / r"),
-        (float(np.max(np.abs(g_raw))) - g_raw @ w, "d_t must be "
-         "non-negative: clip the residuals, d_t = (2 r^2/p) max(0, 1/r - K w_t)"),
+        (float(np.max(np.abs(g_raw))) - g_raw @ w, clip),
         (0.5 * (inf - g @ w), "missing factor 2: d_t = (2 r^2/p) "
          "max(0, 1/r - K w_t), the derivative of the squared hinge"),
         (2 * (inf - g @ w), "a factor 2 too many in d_t = (2 r^2/p) "
@@ -417,22 +444,25 @@ def _gap_mistakes(K, w, r):
 
 def _diagnose_gap(fn, case):
     K, w, r = case
-    gap, msg = _as_float(fn(K.copy(), w.copy(), r), "the gap")
-    if msg:
-        return msg
     G, g = _gap_parts(K, w, r)
     ref = float(np.max(np.abs(g)) - g @ w)
+    record(K=K.copy(), w=w.copy(), r=r, expected=ref)
+    got = fn(K.copy(), w.copy(), r)
+    record(got=got)
+    gap, msg = _as_float(got, "the gap")
+    if msg:
+        return msg
     if _close(gap, ref):
         return None
-    where = (f" (p = {K.shape[0]} pairs, {K.shape[1]} features, r = {r:g}, "
-             f"w = {np.round(w, 4).tolist()})")
-    for cand, why in _gap_mistakes(K, w, r):
-        if _close(gap, cand) and not _close(cand, ref):
-            return why + f"; the gap is {ref:.6g}, yours {gap:.6g}" + where
+    named = only_match([(why, cand) for cand, why in _gap_mistakes(K, w, r)
+                        if not _close(cand, ref)],
+                       lambda cand: _close(gap, cand))
+    if named:
+        return named
     if gap < 0:
-        return (f"your gap {gap:.6g} is negative; the duality gap is never "
-                f"negative (weak duality); it is {ref:.6g}" + where)
-    return f"your gap {gap:.6g} differs from refimpl's {ref:.6g}" + where
+        return ("your gap is negative; the duality gap is never negative "
+                "(weak duality)")
+    return "your gap differs from refimpl's"
 
 
 def _gap_adversarial():
@@ -486,4 +516,4 @@ def check_duality_gap(fn, *, max_examples=100) -> CheckResult:
     return run_checker(lambda case: _diagnose_gap(fn, case),
                        adversarial=_gap_adversarial(),
                        strategy=_gap_cases(), max_examples=max_examples,
-                       what="your duality gap")
+                       what="your duality gap", names=("K", "w", "r"))

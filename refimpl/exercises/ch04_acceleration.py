@@ -26,7 +26,8 @@ import math
 import numpy as np
 
 from ..penalties import L1
-from ._harness import CheckResult, run_checker
+from ._harness import (CheckResult, Suspects, only_match, record,
+                       run_checker)
 
 __all__ = ["check_backtracking", "check_fista_momentum", "check_prox_grad_step"]
 
@@ -40,14 +41,10 @@ def _close(a, b) -> bool:
 
 
 def _first_match(answer, variants):
-    """The message of the first variant ``answer`` equals, or None."""
-    for value, message in variants:
-        try:
-            if _close(answer, value):
-                return message
-        except (TypeError, ValueError):
-            return None
-    return None
+    """The message of the one variant ``answer`` equals, or None (also when
+    two variants give the same answer on this case)."""
+    return only_match(((m, v) for v, m in variants),
+                      lambda v: _close(answer, v))
 
 
 def _soft(v, t):
@@ -87,6 +84,41 @@ def prox_grad_step_reference(z, K, C, lam, L):
     return L1(lam).prox(z - g / L, 1.0 / L)
 
 
+def _step_mistakes(z, K, C, lam, L):
+    """(diagnosis, the step that mistake returns) for the usual mistakes."""
+    g = _hinge_grad(K, C, z)
+    v = z - g / L
+    return [
+        ("you step by L times the gradient: the step of the proximal-"
+         "gradient method is 1/L, not L", _soft(z - L * g, lam / L)),
+        ("you step by L times the gradient and threshold at lam*L: the step "
+         "is 1/L, the threshold lam/L", _soft(z - L * g, lam * L)),
+        ("you threshold at lam instead of lam/L: the prox of (1/L) lam "
+         "||.||_1 soft-thresholds at lam/L", _soft(v, lam)),
+        ("you threshold at lam*L instead of lam/L", _soft(v, lam * L)),
+        ("wrong sign of the gradient: you step along +grad f; the gradient "
+         "of max(0, 1 - Kw)^2 is -2 K^T max(0, 1 - Kw) (times C)",
+         _soft(z + g / L, lam / L)),
+        ("missing factor 2 in the gradient of the squared hinge: "
+         "-2C K^T max(0, 1 - Kw)", _soft(z - g / (2 * L), lam / L)),
+        ("missing factor C in the gradient: f is C times the squared hinge, "
+         "so its gradient is -2C K^T max(0, 1 - Kw)",
+         _soft(z - g / (C * L), lam / L)),
+        ("your gradient drops the max(0, .): pairs with 1 - (Kz)_p < 0 "
+         "contribute nothing to -2C K^T max(0, 1 - Kz)",
+         _soft(z + 2 * C * (K.T @ (1.0 - K @ z)) / L, lam / L)),
+        ("your gradient clips the wrong quantity: max(0, .) applies to the "
+         "residuals 1 - (Kz)_p, before K^T; you clip K^T (1 - Kz)",
+         _soft(z + 2 * C * np.maximum(0.0, K.T @ (1.0 - K @ z)) / L,
+               lam / L)),
+        ("you return the gradient step without the prox: soft-threshold it "
+         "at lam/L", v),
+        ("your soft-thresholding zeroes the negative entries (max(v - t, 0)"
+         " or sign(v) max(v - t, 0)): use sign(v) max(|v| - t, 0)",
+         np.maximum(v - lam / L, 0.0)),
+    ]
+
+
 def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
     r"""Check ``fn(z, K, C, lam, L)``: one proximal-gradient step.
 
@@ -97,68 +129,52 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
 
     Recognised mistakes: step ``L`` instead of ``1/L``; threshold ``lam``
     (or ``lam L``) instead of ``lam/L``; the gradient's sign; a missing
-    factor 2 or C in the gradient; the gradient without ``max(0, .)``; no
-    thresholding; thresholding that treats negative entries wrongly.
+    factor 2 or C in the gradient; the gradient without ``max(0, .)`` or
+    with it around ``K^T (1 - Kz)``; no thresholding; thresholding that
+    treats negative entries wrongly.  The first case separates them all
+    (every one gives a different step there).
     """
+    suspects = Suspects()
+
     def diagnose(case):
         K, z, C, lam, L = case
-        ans = fn(z.copy(), K.copy(), C, lam, L)
         ref = prox_grad_step_reference(z, K, C, lam, L)
+        record(z=z.copy(), K=K.copy(), C=C, lam=lam, L=L, expected=ref)
+        ans = fn(z.copy(), K.copy(), C, lam, L)
+        record(got=ans)
         if ans is None:
             return "your function returned None; return the new point w"
         if np.shape(ans) != ref.shape:
             return (f"wrong shape: you return shape {np.shape(ans)}, the step "
                     f"is a vector of shape {ref.shape}")
+        cands = _step_mistakes(z, K, C, lam, L)
         if _close(ans, ref):
+            suspects.clear(cands, lambda v: _close(v, ref))
             return None
-        g = _hinge_grad(K, C, z)
-        msg = _first_match(ans, [
-            (_soft(z - L * g, lam / L), "you step by L times the gradient: the "
-             "step of the proximal-gradient method is 1/L, not L"),
-            (_soft(z - L * g, lam * L), "you step by L times the gradient and "
-             "threshold at lam*L: the step is 1/L, the threshold lam/L"),
-            (_soft(z - g / L, lam), "you threshold at lam instead of lam/L: "
-             "the prox of (1/L) lam ||.||_1 soft-thresholds at lam/L"),
-            (_soft(z - g / L, lam * L), "you threshold at lam*L instead of "
-             "lam/L"),
-            (_soft(z + g / L, lam / L), "wrong sign of the gradient: you step "
-             "along +grad f; the gradient of max(0, 1 - Kw)^2 is -2 K^T "
-             "max(0, 1 - Kw) (times C)"),
-            (_soft(z - g / (2 * L), lam / L), "missing factor 2 in the "
-             "gradient of the squared hinge: -2C K^T max(0, 1 - Kw)"),
-            (_soft(z - g / (C * L), lam / L), "missing factor C in the "
-             "gradient: f is C times the squared hinge, so its gradient is "
-             "-2C K^T max(0, 1 - Kw)"),
-            (_soft(z + 2 * C * (K.T @ (1.0 - K @ z)) / L, lam / L),
-             "your gradient drops the max(0, .): pairs with 1 - (Kz)_p < 0 "
-             "contribute nothing to -2C K^T max(0, 1 - Kz)"),
-            (z - g / L, "you return the gradient step without the prox: "
-             "soft-threshold it at lam/L"),
-            (np.maximum(z - g / L - lam / L, 0.0), "your soft-thresholding "
-             "zeroes the negative entries: use sign(v) max(|v| - t, 0)"),
-            (np.sign(z - g / L) * np.maximum(z - g / L - lam / L, 0.0),
-             "your soft-thresholding uses v - t instead of |v| - t: negative "
-             "entries go wrong"),
-        ])
+        msg = suspects.name(cands, lambda v: _close(ans, v))
         if msg:
             return msg
         j = int(np.argmax(np.abs(np.asarray(ans, float) - ref)))
-        return (f"differs from refimpl's step: coordinate {j} is "
-                f"{float(np.asarray(ans)[j]):.6g}, expected {ref[j]:.6g}; "
-                f"compare your gradient with -2C K^T max(0, 1 - Kz) and "
-                f"your prox with soft-thresholding at lam/L")
+        return (f"differs from refimpl's step at coordinate {j}; compare "
+                "your gradient with -2C K^T max(0, 1 - Kz) and your prox "
+                "with soft-thresholding at lam/L")
 
     rng = np.random.default_rng(4)
     K0 = rng.normal(size=(6, 4))
+    # first, a small case on which each mistake gives its own step (one
+    # pair inactive, entries of both signs, one thresholded to 0, C != 2)
+    K1 = np.array([[0.1, -0.1, 0.6], [0.1, -0.5, 0.4], [1.3, 0.9, -0.7],
+                   [-1.3, -0.6, 0.0]])
     adversarial = [
+        (K1, np.array([-1.2, -0.1, -0.6]), 0.7, 0.2, 4.0),
         (K0, np.zeros(4), 0.5, 0.7, 3.0),                  # every pair active
-        (K0, rng.normal(size=4), 2.0, 0.1, 25.0),
         (K0, np.array([-1.0, 0.5, -0.2, 2.0]), 0.05, 1.5, 0.3),  # L < 1
     ]
     return run_checker(diagnose, adversarial=adversarial,
                        strategy=_strategy(_random_problem),
                        max_examples=max_examples,
-                       what="your proximal-gradient step")
+                       what="your proximal-gradient step",
+                       names=("K", "z", "C", "lam", "L"))
 
 
 # -- the momentum update -----------------------------------------------------------
@@ -187,12 +203,15 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
     """
     def diagnose(case):
         w, w_prev, t = case
+        z_ref, t_ref = fista_momentum_reference(w, w_prev, t)
+        record(w=w.copy(), w_prev=w_prev.copy(), t=t,
+               expected=(z_ref, t_ref))
         out = fn(w.copy(), w_prev.copy(), t)
+        record(got=out)
         try:
             z, t_next = out
         except (TypeError, ValueError):
             return "return a pair (z_next, t_next)"
-        z_ref, t_ref = fista_momentum_reference(w, w_prev, t)
         if np.shape(z) != z_ref.shape:
             return f"z_next has shape {np.shape(z)}, expected {z_ref.shape}"
         t_next = float(t_next)
@@ -211,8 +230,7 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
                 (t, "you return t_k unchanged as t_next: return t_{k+1} = "
                  "(1 + sqrt(1 + 4 t_k^2))/2"),
             ])
-            return msg or (f"t_next = {t_next:.6g} for t_k = {t:.6g}; expected "
-                           f"(1 + sqrt(1 + 4 t_k^2))/2 = {t_ref:.6g}")
+            return msg or ("t_next is not (1 + sqrt(1 + 4 t_k^2))/2")
         if _close(z, z_ref):
             return None
         d = w - w_prev
@@ -232,7 +250,7 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
             (w, "z_{k+1} = w_k: no momentum at all (that is ISTA)"),
         ])
         return msg or ("z_next differs from w_k + (t_k - 1)/t_{k+1} (w_k - "
-                       f"w_{{k-1}}) by {np.max(np.abs(np.asarray(z) - z_ref)):.3g}")
+                       "w_{k-1})")
 
     def build(seed, d, k):
         rng = np.random.default_rng(seed)
@@ -251,7 +269,8 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
                                           st.integers(1, 6),
                                           st.integers(0, 5)),
                        max_examples=max_examples,
-                       what="your momentum update")
+                       what="your momentum update",
+                       names=("w", "w_prev", "t"))
 
 
 # -- the backtracking line search ------------------------------------------------
@@ -316,13 +335,17 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
         def prox(v, step):
             return L1(lam).prox(v, step)
 
+        w_ref, L_ref = backtracking_reference(f, grad, prox, z, L, eta)
+        record(f="C sum_p max(0, 1 - (K w)_p)^2", K=K.copy(), C=C,
+               prox="soft-thresholding at lam * step", lam=lam,
+               z=z.copy(), L=L, eta=eta, expected=(w_ref, L_ref))
         out = fn(f, grad, prox, z.copy(), L, eta)
+        record(got=out)
         try:
             w, L_acc = out
             L_acc = float(L_acc)
         except (TypeError, ValueError):
             return "return a pair (w, L) : the accepted point and its L"
-        w_ref, L_ref = backtracking_reference(f, grad, prox, z, L, eta)
         if math.isclose(L_acc, L_ref, rel_tol=1e-12) and _close(w, w_ref):
             return None
         if math.isclose(L_acc, L_ref, rel_tol=1e-12):
@@ -334,6 +357,7 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
                         "point is 1/L, w = prox(z - grad(z)/L, 1/L)")
             return ("the accepted L is right but w is not prox(z - grad(z)"
                     "/L, 1/L) at that L")
+        cands = []
         for kw, msg in (
                 (dict(test="no_inner"), "your test misses the <grad f(z), "
                  "w - z> term of the quadratic upper bound"),
@@ -348,14 +372,14 @@ def check_backtracking(fn, max_examples=60) -> CheckResult:
                  "you double it whatever eta is"),
                 (dict(grow="square"), "L is not increased by the factor eta: "
                  "you multiply by eta^2")):
-            w_bad, L_bad = _backtrack(f, grad, prox, z, L, eta, **kw)
-            if math.isclose(L_acc, L_bad, rel_tol=1e-12):
-                return msg
+            cands.append((msg, _backtrack(f, grad, prox, z, L, eta, **kw)[1]))
+        msg = only_match(cands, lambda v: math.isclose(L_acc, v,
+                                                       rel_tol=1e-12))
+        if msg:
+            return msg
         if math.isclose(L_acc, L, rel_tol=1e-12):
-            return (f"you accept the first L = {L:.4g}, where the test fails; "
-                    f"the line search should stop at L = {L_ref:.4g}")
-        return (f"you accept L = {L_acc:.6g}; the first of L eta^j that "
-                f"passes the test is {L_ref:.6g}")
+            return ("you accept the first L, where the test fails")
+        return "you accept an L that is not the first of L eta^j to pass"
 
     def build(seed, p, d):
         K, z, C, lam, _ = _random_problem(seed, p, d)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..nonconvex import LogPenalty, LpPenalty, MCP
 from ..penalties import WeightedL1
-from ._harness import CheckResult, run_checker
+from ._harness import CheckResult, only_match, record, run_checker
 
 __all__ = ["check_reweighting_weights", "check_weighted_soft_threshold"]
 
@@ -97,27 +97,29 @@ def _weights_diagnose(fn, penalty):
     def diagnose(case):
         w, params = case
         ref = _reference(penalty, params).weights(w)
+        record(w=w.copy(), **params, expected=ref)
         got = fn(w.copy(), **params)
+        record(got=got)
         got = np.asarray(got, dtype=float)
         if got.shape != ref.shape:
             return (f"your weights have shape {got.shape}; Algorithm 2 needs "
                     f"one weight per coefficient, shape {ref.shape}")
         if _close(got, ref):
             return None
-        for message, wrong in _weight_mistakes(penalty, params, w):
-            if _close(got, wrong):
-                return message + f" (w = {np.round(w, 4).tolist()})"
+        named = only_match(_weight_mistakes(penalty, params, w),
+                           lambda wrong: _close(got, wrong))
+        if named:
+            return named
         bad0 = (w == 0) & ~np.isfinite(got)
         if penalty in ("log", "lp") and bad0.any():
             return ("your weight is infinite at w_j = 0: the epsilon must "
                     "keep g'(0) finite ("
                     + ("1/(eps + |w|)" if penalty == "log"
-                       else "p (|w| + eps)^(p-1)")
-                    + f"; w = {np.round(w, 4).tolist()})")
+                       else "p (|w| + eps)^(p-1)") + ")")
         j = int(np.argmax(np.where(np.isfinite(got),
                                    np.abs(got - ref), np.inf)))
-        return (f"your weight differs from g'(|w_j|) at w_j = {w[j]:.4g}: "
-                f"{got[j]:.6g} instead of {ref[j]:.6g}")
+        return (f"your weight differs from g'(|w_j|) at w_j = {w[j]:.4g} "
+                f"(coordinate {j})")
     return diagnose
 
 
@@ -182,7 +184,10 @@ def _threshold_diagnose(fn):
     def diagnose(case):
         v, beta, step = case
         ref = WeightedL1(beta).prox(v, step)
-        got = np.asarray(fn(v.copy(), beta.copy(), step), dtype=float)
+        record(v=v.copy(), beta=beta.copy(), step=step, expected=ref)
+        got = fn(v.copy(), beta.copy(), step)
+        record(got=got)
+        got = np.asarray(got, dtype=float)
         if got.shape != ref.shape:
             return (f"your result has shape {got.shape}, expected "
                     f"{ref.shape} (one coordinate per feature)")
@@ -210,18 +215,18 @@ def _threshold_diagnose(fn):
             ("the threshold is step * beta_j, not twice it",
              sg * np.maximum(au - 2 * step * beta, 0.0)),
         ]
-        for message, cand in wrong:
-            if _close(got, cand):
-                return message
         pos = beta > 0                    # step / beta_j: compare where defined
-        if pos.any() and _close(got[pos], (sg * np.maximum(
-                au - step / np.where(pos, beta, 1.0), 0.0))[pos]):
-            return ("the threshold is step * beta_j: you divide by beta_j "
-                    "instead of multiplying")
+        if pos.any():
+            div = sg * np.maximum(au - step / np.where(pos, beta, 1.0), 0.0)
+            wrong.append(("the threshold is step * beta_j: you divide by "
+                          "beta_j instead of multiplying",
+                          np.where(pos, div, got)))
+        named = only_match(wrong, lambda cand: _close(got, cand))
+        if named:
+            return named
         j = int(np.argmax(np.abs(got - ref)))
-        return (f"coordinate {j} differs from sign(v) max(|v| - t beta, 0):"
-                f" {got[j]:.6g} instead of {ref[j]:.6g} (v = {v[j]:.4g}, "
-                f"beta = {beta[j]:.4g}, t = {step:.4g})")
+        return (f"coordinate {j} differs from sign(v) max(|v| - t beta, 0)"
+                f" (v_j = {v[j]:.4g}, beta_j = {beta[j]:.4g})")
     return diagnose
 
 
@@ -251,4 +256,5 @@ def check_weighted_soft_threshold(fn, *, max_examples=80) -> CheckResult:
         st.floats(0.01, 2.0)))
     return run_checker(_threshold_diagnose(fn), adversarial=adversarial,
                        strategy=strategy, max_examples=max_examples,
-                       what="your weighted soft-thresholding")
+                       what="your weighted soft-thresholding",
+                       names=("v", "beta", "step"))

@@ -21,7 +21,8 @@ import numpy as np
 
 from .._validation import group_queries
 from ..sv_stats import sv_statistics
-from ._harness import CheckResult, run_checker
+from ._harness import (CheckResult, Suspects, only_match, record,
+                       run_checker)
 
 # the module (``refimpl.solvers.tron`` the attribute is the function)
 _tron_mod = importlib.import_module("refimpl.solvers.tron")
@@ -82,7 +83,10 @@ def check_pair_counts(fn) -> CheckResult:
         z, y, qid = (np.asarray(a) for a in case)
         z = z.astype(float)
         ref_p, ref_m = _counts_ref(z, y, qid)
+        record(z=z.copy(), y=y.copy(), qid=qid.copy(),
+               expected=(ref_p, ref_m))
         got = fn(z.copy(), y.copy(), qid.copy())
+        record(got=got)
         try:
             gp, gm = (np.asarray(a) for a in got)
         except (TypeError, ValueError):
@@ -93,12 +97,10 @@ def check_pair_counts(fn) -> CheckResult:
                     f"got {gp.shape} and {gm.shape}")
         if np.array_equal(gp, ref_p) and np.array_equal(gm, ref_m):
             return None
-        where = f"(z = {np.round(z, 3).tolist()}, y = {y.tolist()}, " \
-                f"qid = {qid.tolist()})"
         if np.array_equal(gp, ref_m) and np.array_equal(gm, ref_p):
             return ("l_plus and l_minus swapped: l_plus[i] counts the more "
                     "relevant documents j above i (pairs (j, i)), l_minus "
-                    f"the less relevant ones {where}")
+                    "the less relevant ones")
         variants = [
             (dict(strict=False),
              "pairs exactly on the margin counted as active: a pair is "
@@ -117,26 +119,27 @@ def check_pair_counts(fn) -> CheckResult:
              "you count all preference pairs, not only the active ones "
              "(1 - (z_i - z_j) > 0)"),
         ]
-        for kw, msg in variants:
-            vp, vm = _counts_variant(z, y, qid, **kw)
-            if (np.array_equal(gp, vp) and np.array_equal(gm, vm)) or (
-                    np.array_equal(gp, vm) and np.array_equal(gm, vp)):
-                return f"{msg} {where}"
+        named = only_match(
+            ((msg, _counts_variant(z, y, qid, **kw)) for kw, msg in variants),
+            lambda v: (np.array_equal(gp, v[0]) and np.array_equal(gm, v[1]))
+            or (np.array_equal(gp, v[1]) and np.array_equal(gm, v[0])))
+        if named:
+            return named
         dp, dm = gp - ref_p, gm - ref_m
         for name, d, mine, ref in (("l_plus", dp, gp, ref_p),
                                    ("l_minus", dm, gm, ref_m)):
             if np.any(d) and set(np.unique(d[d != 0]).tolist()) <= {-1, 1}:
                 i = int(np.flatnonzero(d)[0])
                 return (f"off by one in {name}: {int(ref[i])} expected for "
-                        f"document {i}, you give {int(mine[i])} {where}")
+                        f"document {i}, you give {int(mine[i])}")
         i = int(np.flatnonzero((dp != 0) | (dm != 0))[0])
-        return (f"differs from refimpl at document {i}: (l_plus, l_minus) "
-                f"= ({int(gp[i])}, {int(gm[i])}), expected "
-                f"({int(ref_p[i])}, {int(ref_m[i])}) {where}")
+        return f"differs from refimpl first at document {i}"
 
     st = _strategies()
     adversarial = [
-        ([0.0, 1.0], [1, 0], [1, 1]),            # exactly on the margin
+        # one pair exactly on the margin, one inactive, one misordered by
+        # more than the margin: the margin rules all differ here
+        ([2.0, 1.0, 0.0, 4.0], [1, 0, 0, 0], [1, 1, 1, 1]),
         ([0.0, 0.5, 3.0], [0, 1, 2], [1, 1, 1]),
         ([0.0, 0.0, 0.0, 0.0], [1, 1, 0, 2], [1, 1, 1, 1]),   # label ties
         ([0.0, 0.2, 0.1, 0.3], [1, 0, 1, 0], [1, 1, 2, 2]),   # two queries
@@ -153,7 +156,8 @@ def check_pair_counts(fn) -> CheckResult:
         return (np.array(z) / 2.0, np.array(y), np.array(q))
 
     return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
-                       max_examples=80, what="your pair-count function")
+                       max_examples=80, what="your pair-count function",
+                       names=("z", "y", "qid"))
 
 
 # --------------------------------------------------------------------------
@@ -218,8 +222,11 @@ def check_steihaug_cg(fn) -> CheckResult:
     def diagnose(case):
         H, g, delta, eps_cg = case
         s_ref, r_ref, hit = _cg_ref(H, g, delta, eps_cg)
+        record(hess_vec="v -> H v", H=H.copy(), g=g.copy(), delta=delta,
+               eps_cg=eps_cg, expected=(s_ref, r_ref))
         out = fn(lambda v: H @ np.asarray(v, dtype=float), g.copy(),
                  float(delta), float(eps_cg))
+        record(got=out)
         if not isinstance(out, (tuple, list)) or len(out) < 2:
             return ("your function must return (s, r) (the step and the "
                     f"residual -g - H s), got {type(out).__name__}")
@@ -239,38 +246,37 @@ def check_steihaug_cg(fn) -> CheckResult:
                         "(you return g + H s)")
             return ("the step is right but the residual is not -g - H s: "
                     "update r with the same tau or alpha as s")
-        where = f"(Delta = {delta:.3g}, ||g|| = {np.linalg.norm(g):.3g})"
         if hit:
             sv, _ = _cg_variant(H, g, delta, eps_cg, "negative_root")
             if np.linalg.norm(s - sv) <= tol:
                 return ("wrong boundary step tau: you took the negative root "
-                        "of ||s + tau d|| = Delta; tau must be >= 0 " + where)
+                        "of ||s + tau d|| = Delta; tau must be >= 0")
         if np.linalg.norm(s + s_ref) <= tol:
             return ("wrong sign: your step is the negative of the correct "
-                    "one; CG starts from r = -g, d = -g " + where)
+                    "one; CG starts from r = -g, d = -g")
         if sn > delta * (1 + 1e-9):
             return (f"your step leaves the trust region: ||s|| = {sn:.4g} "
                     f"> Delta = {delta:.4g}; stop at the boundary when the "
-                    f"next CG iterate would leave it {where}")
+                    "next CG iterate would leave it")
         if hit:
             sv, _ = _cg_variant(H, g, delta, eps_cg, "clip")
             if np.linalg.norm(s - sv) <= tol:
                 return ("wrong boundary step: you scaled the next CG iterate "
                         "back onto the sphere instead of following the "
                         "current direction d to it (tau solves "
-                        "||s + tau d|| = Delta) " + where)
+                        "||s + tau d|| = Delta)")
             if abs(sn - delta) > 1e-8 * delta:
                 return (f"wrong boundary step tau: ||s|| = {sn:.6g} but the "
                         f"step should end on the boundary, ||s|| = Delta = "
                         f"{delta:.6g}; tau is the positive root of "
-                        f"||s + tau d|| = Delta {where}")
+                        "||s + tau d|| = Delta")
             return ("your step is on the boundary but at the wrong point: "
                     "move along the current CG direction d from the last "
-                    "iterate inside the region " + where)
+                    "iterate inside the region")
         return (f"your step differs from refimpl's by "
                 f"{np.linalg.norm(s - s_ref):.2e} (||s|| = {sn:.4g}) inside "
                 "the region: check the CG recurrences and the stopping rule "
-                f"||r|| <= eps_cg ||g|| {where}")
+                "||r|| <= eps_cg ||g||")
 
     def make(n, delta, eps_cg, seed):
         r = np.random.default_rng(seed)
@@ -342,6 +348,26 @@ def _case_name(actred, prered):
     return "rho >= eta2"
 
 
+def _radius_mistakes(case):
+    """(diagnosis, the radius that mistake returns) for the usual ones."""
+    delta, snorm, gs, actred, prered = case
+    return [
+        ("ties at a threshold handled wrong: the cases are "
+         "actred < eta * prered (strict); at rho exactly equal to eta0, "
+         "eta1 or eta2 the next case applies",
+         _radius(*case, eta_le=True)),
+        ("sigma2 and sigma3 swapped: shrink by sigma2 = 0.5, grow by at "
+         "most sigma3 = 4", _radius(*case, swap=True)),
+        ("wrong step scale alpha: wrong curvature q of the fitted "
+         "parabola: q = f(w+s) - f(w) - g^T s = -actred - g^T s",
+         _radius(*case, alpha=_alpha(gs, actred, "q_sign"))),
+        ("wrong step scale alpha: missing factor 1/2 in the interpolated "
+         "step: alpha = max(sigma1, -g^T s / (2 q)), the minimiser of "
+         "the parabola f + t g^T s + t^2 q",
+         _radius(*case, alpha=_alpha(gs, actred, "no_half"))),
+    ]
+
+
 def check_radius_update(fn) -> CheckResult:
     """Check ``fn(delta, snorm, gs, actred, prered) -> new delta``.
 
@@ -355,40 +381,31 @@ def check_radius_update(fn) -> CheckResult:
     Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
     t = _tron_mod
+    suspects = Suspects()
 
     def diagnose(case):
         delta, snorm, gs, actred, prered = case
         ref = _radius(*case)
+        record(expected=ref)
         got = fn(*case)
+        record(got=got)
         try:
             got = float(got)
         except (TypeError, ValueError):
             return f"your function returned {got!r}, not a number"
-        if math.isclose(got, ref, rel_tol=1e-12, abs_tol=1e-300):
-            return None
-        rho = actred / prered if prered else float("nan")
-        where = (f"(Delta = {delta:g}, ||s|| = {snorm:g}, g^T s = {gs:g}, "
-                 f"actred = {actred:g}, prered = {prered:g}, rho = "
-                 f"{rho:.4g}, case {_case_name(actred, prered)})")
 
         def same(x):
             return math.isclose(got, x, rel_tol=1e-12, abs_tol=1e-300)
+        cands = _radius_mistakes(case)
+        if same(ref):
+            suspects.clear(cands, same)
+            return None
+        rho = actred / prered if prered else float("nan")
+        where = f"(rho = {rho:.4g}, case {_case_name(actred, prered)})"
 
-        if same(_radius(*case, eta_le=True)):
-            return ("ties at a threshold handled wrong: the cases are "
-                    "actred < eta * prered (strict); at rho exactly equal "
-                    "to eta0, eta1 or eta2 the next case applies " + where)
-        if same(_radius(*case, swap=True)):
-            return ("sigma2 and sigma3 swapped: shrink by sigma2 = 0.5, "
-                    "grow by at most sigma3 = 4 " + where)
-        for var, msg in (
-                ("q_sign", "wrong curvature q of the fitted parabola: "
-                 "q = f(w+s) - f(w) - g^T s = -actred - g^T s"),
-                ("no_half", "missing factor 1/2 in the interpolated step: "
-                 "alpha = max(sigma1, -g^T s / (2 q)), the minimiser of the "
-                 "parabola f + t g^T s + t^2 q")):
-            if same(_radius(*case, alpha=_alpha(gs, actred, var))):
-                return f"wrong step scale alpha: {msg} {where}"
+        named = suspects.name(cands, same)
+        if named:
+            return f"{named} {where}"
         q = -actred - gs
         if q <= 0 and not same(ref):
             for a in (t.sigma1, 1.0, -0.5 * gs / q if q else 0.0):
@@ -405,7 +422,7 @@ def check_radius_update(fn) -> CheckResult:
                     f"takes alpha ||s|| = {ref:.6g} (alpha from the "
                     "quadratic fit, max(sigma1, -g^T s / (2 q))) clipped "
                     "into the case's interval " + where)
-        return (f"new radius {got:.6g} instead of {ref:.6g} " + where)
+        return f"new radius {got:.6g} instead of {ref:.6g} " + where
 
     # (delta, snorm, gs, actred, prered) with snorm <= delta, gs < 0
     adversarial = [
@@ -433,7 +450,8 @@ def check_radius_update(fn) -> CheckResult:
         return (delta, snorm, gs, rho * prered, prered)
 
     return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
-                       max_examples=100, what="your radius update")
+                       max_examples=100, what="your radius update",
+                       names=("delta", "snorm", "gs", "actred", "prered"))
 
 
 # --------------------------------------------------------------------------
@@ -489,7 +507,10 @@ def check_hinge_plane(fn) -> CheckResult:
         X = X.astype(float)
         w = w.astype(float)
         ref_a, ref_b = _plane_ref(X, y, qid, w)
+        record(X=X.copy(), y=y.copy(), qid=qid.copy(), w=w.copy(),
+               expected=(ref_a, ref_b))
         got = fn(X.copy(), y.copy(), qid.copy(), w.copy())
+        record(got=got)
         try:
             a, b = got
             a = np.asarray(a, dtype=float).ravel()
@@ -500,9 +521,7 @@ def check_hinge_plane(fn) -> CheckResult:
         if a.shape != ref_a.shape:
             return (f"wrong shape: a must have {X.shape[1]} entries (one per "
                     f"feature), got {a.shape}")
-        where = (f"(y = {np.asarray(y).tolist()}, qid = "
-                 f"{np.asarray(qid).tolist()}, scores X w = "
-                 f"{np.round(X @ w, 3).tolist()})")
+        where = f"(scores X w = {np.round(X @ w, 3).tolist()})"
 
         def same(pa, pb):
             return (np.allclose(a, pa, rtol=1e-9, atol=1e-12)
@@ -532,15 +551,16 @@ def check_hinge_plane(fn) -> CheckResult:
              "wrong n: SVMrank divides by the number of all training "
              "queries, including those without a preference pair"),
         ]
-        for kw, msg in variants:
-            if same(*_plane_variant(X, y, qid, w, **kw)):
-                return f"{msg} {where}"
+        named = only_match(
+            ((msg, _plane_variant(X, y, qid, w, **kw))
+             for kw, msg in variants), lambda v: same(*v))
+        if named:
+            return f"{named} {where}"
         if np.allclose(a, ref_a, rtol=1e-9, atol=1e-12):
-            return (f"b differs from refimpl: {b!r} instead of {ref_b!r} "
-                    f"(the number of violated pairs over n) {where}")
+            return ("a is right, b differs from refimpl's (the number of "
+                    f"violated pairs over n) {where}")
         k = int(np.argmax(np.abs(a - ref_a)))
-        return (f"differs from refimpl: a[{k}] = {a[k]!r}, expected "
-                f"{ref_a[k]!r}; b = {b!r}, expected {ref_b!r} {where}")
+        return f"a differs from refimpl's first at a[{k}] {where}"
 
     st = _strategies()
     adversarial = [
@@ -569,4 +589,5 @@ def check_hinge_plane(fn) -> CheckResult:
                 np.array(q), np.array(w, dtype=float) / 2.0)
 
     return run_checker(diagnose, adversarial=adversarial, strategy=cases(),
-                       max_examples=80, what="your plane function")
+                       max_examples=80, what="your plane function",
+                       names=("X", "y", "qid", "w"))

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..metrics import sparsity_ratio
-from ._harness import CheckResult, run_checker
+from ._harness import CheckResult, only_match, record, run_checker
 
 __all__ = ["check_paired_t_test", "check_sparsity_ratio"]
 
@@ -41,6 +41,8 @@ def _t_variants(a, b):
     t_pop = d.mean() / (d.std(ddof=0) / np.sqrt(n))
     ind = stats.ttest_ind(a, b)
     welch = stats.ttest_ind(a, b, equal_var=False)
+    one_sided = ("one-sided p-value: you return P(T > t) or half the "
+                 "two-sided p; the test is two-sided, P(|T| > |t|)")
     return [
         ((ind.statistic, ind.pvalue), "unpaired test: you compare the two "
          "samples as independent (ttest_ind); pair them query by query and "
@@ -48,10 +50,8 @@ def _t_variants(a, b):
         ((welch.statistic, welch.pvalue), "unpaired test: Welch's test "
          "treats the samples as independent; test the per-query "
          "differences instead"),
-        ((t_ok, p_ok / 2), "one-sided p-value: you return half the two-sided "
-         "p (the test must be two-sided)"),
-        ((t_ok, stats.t.sf(t_ok, n - 1)), "one-sided p-value: P(T > t) "
-         "instead of P(|T| > |t|)"),
+        ((t_ok, p_ok / 2), one_sided),
+        ((t_ok, stats.t.sf(t_ok, n - 1)), one_sided),
         ((t_ok, 2 * stats.t.sf(abs(t_ok), n)), "wrong degrees of freedom: "
          "n instead of n - 1"),
         ((t_ok, 2 * stats.t.sf(abs(t_ok), n - 2)), "wrong degrees of "
@@ -81,24 +81,25 @@ def check_paired_t_test(fn) -> CheckResult:
     def diagnose(case):
         a, b = (np.asarray(v, dtype=float) for v in case)
         ref = stats.ttest_rel(a, b)
+        record(a=a.copy(), b=b.copy(),
+               expected=(float(ref.statistic), float(ref.pvalue)))
+        out = fn(a.copy(), b.copy())
+        record(got=out)
         try:
-            t, p = _t_and_p(fn(a.copy(), b.copy()))
+            t, p = _t_and_p(out)
         except (TypeError, ValueError):
             return ("your function must return the pair (t, p), the "
                     "statistic and the two-sided p-value")
-        n = len(a)
-        where = f"on {n} queries"
         close = lambda x, y: np.isclose(x, y, rtol=1e-7, atol=1e-12)  # noqa: E731
         if close(t, ref.statistic) and close(p, ref.pvalue):
             return None
-        for (tv, pv), text in _t_variants(a, b):
-            if close(t, tv) and close(p, pv):
-                return f"{text} ({where})"
+        named = only_match(((text, tp) for tp, text in _t_variants(a, b)),
+                           lambda tp: close(t, tp[0]) and close(p, tp[1]))
+        if named:
+            return named
         if not close(t, ref.statistic):
-            return (f"t = {t:.6g} differs from ttest_rel's "
-                    f"{ref.statistic:.6g} ({where})")
-        return (f"t is right but p = {p:.6g} differs from ttest_rel's "
-                f"{ref.pvalue:.6g} ({where})")
+            return "t differs from ttest_rel's"
+        return "t is right but p differs from ttest_rel's"
 
     def make(seed, n, shift, noise):
         r = np.random.default_rng(seed)
@@ -114,7 +115,8 @@ def check_paired_t_test(fn) -> CheckResult:
                          st.sampled_from([-0.1, 0.02, 0.1]),
                          st.sampled_from([0.02, 0.1])).map(lambda c: make(*c))
     return run_checker(diagnose, adversarial=adversarial, strategy=strategy,
-                       max_examples=80, what="your paired t-test")
+                       max_examples=80, what="your paired t-test",
+                       names=("a", "b"))
 
 
 # --------------------------------------------------------------------------
@@ -135,7 +137,9 @@ def check_sparsity_ratio(fn) -> CheckResult:
     def diagnose(case):
         coef, X = case
         ref = sparsity_ratio(coef, X, ignore_unused=True)
+        record(coef=coef.copy(), X=X.copy(), expected=ref)
         got = fn(coef.copy(), X.copy())
+        record(got=got)
         try:
             got = float(got)
         except (TypeError, ValueError):
@@ -144,7 +148,7 @@ def check_sparsity_ratio(fn) -> CheckResult:
             return None
         used = np.any(X != 0, axis=0)
         d, nu = len(coef), int(used.sum())
-        where = (f"for {d} features, {d - nu} of them zero on every row, "
+        where = (f"{d} features, {d - nu} of them zero on every row, "
                  f"{int(np.count_nonzero(coef))} non-zero weights")
         guesses = [
             (sparsity_ratio(coef), "you divide by all the features; "
@@ -159,11 +163,17 @@ def check_sparsity_ratio(fn) -> CheckResult:
              "counted: a feature is kept when |w_j| > 0"),
             (np.count_nonzero(coef[used]), "not a ratio: you return the "
              "number of kept features"),
+            (np.count_nonzero(coef[used]) // nu, "integer division: // "
+             "truncates the ratio; divide with /"),
+            (nu / max(np.count_nonzero(coef[used]), 1), "the ratio is "
+             "upside down: kept weights over used features, not the "
+             "reverse"),
         ]
-        for value, text in guesses:
-            if np.isclose(got, value, rtol=1e-12):
-                return f"{text} ({where})"
-        return f"ratio {got:.6g} instead of {ref:.6g} ({where})"
+        named = only_match(((t, v) for v, t in guesses),
+                           lambda v: np.isclose(got, v, rtol=1e-12))
+        if named:
+            return f"{named} ({where})"
+        return f"your ratio differs from refimpl's ({where})"
 
     def make(seed, d, n_unused, density):
         r = np.random.default_rng(seed)
@@ -186,4 +196,5 @@ def check_sparsity_ratio(fn) -> CheckResult:
                          st.sampled_from([0.2, 0.5, 0.9])).map(
         lambda c: make(*c))
     return run_checker(diagnose, adversarial=adversarial, strategy=strategy,
-                       max_examples=80, what="your sparsity ratio")
+                       max_examples=80, what="your sparsity ratio",
+                       names=("coef", "X"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import math
 
-from ._harness import CheckResult, run_checker
+from ._harness import CheckResult, record, run_checker
 
 __all__ = ["check_select_by_validation", "check_cache_key"]
 
@@ -62,56 +62,57 @@ def check_select_by_validation(select) -> CheckResult:
     def diagnose(values):
         values = list(values)
         ref = _select_ref(values)
+        record(values=values, expected=ref)
         got = select(list(values))
-        where = f"for the validation values {[_show(v) for v in values]}"
+        record(got="None" if got is None else got)
         if ref is None:
             if got is None:
                 return None
             return (f"every fit failed, so there is nothing to select: "
-                    f"return None, not {got!r}, {where}")
+                    f"return None, not {got!r}")
         if got is None:
             if all(v is None or _isnan(v) for v in values):
                 return (f"you returned None, but NaN is not a failure: "
                         f"when every finished fit has NaN the runner still "
-                        f"keeps the first of them (index {ref}), {where}")
-            return f"you returned None; the runner keeps index {ref} {where}"
+                        f"keeps the first of them (index {ref})")
+            return f"you returned None; the runner keeps index {ref}"
         if isinstance(got, float) and not float(got).is_integer():
             return (f"return the index of the setting, not its validation "
-                    f"value ({got!r}) {where}")
+                    f"value ({got!r})")
         try:
             g = int(got)
         except (TypeError, ValueError):
-            return f"your function returned {got!r}, not an index {where}"
+            return f"your function returned {got!r}, not an index"
         if g == ref:
             return None
         if not 0 <= g < len(values):
             if g == ref + 1 == len(values) or g == ref + 1:
                 return (f"off by one: you returned {g}, the runner keeps "
-                        f"{ref}; grid indices start at 0, {where}")
-            return f"index {g} is outside the grid of {len(values)} {where}"
+                        f"{ref}; grid indices start at 0")
+            return f"index {g} is outside the grid of {len(values)}"
         v, r = values[g], values[ref]
         if v is None:
             return (f"you kept a failed fit (index {g}, value None); a "
-                    f"failed fit is never selected, {where}")
+                    f"failed fit is never selected")
         if _isnan(v):
             return (f"NaN treated as the best value: you kept index {g} "
                     f"whose value is NaN, but index {ref} has {_show(r)}; a "
                     f"NaN ranks below every number (np.argmax returns the "
-                    f"first NaN), {where}")
+                    f"first NaN)")
         if v == r:
             return (f"ties broken by a later setting: indices {ref} and {g} "
                     f"share the best value {_show(r)}, the runner keeps the "
-                    f"first in grid order, {where}")
+                    f"first in grid order")
         finite = [x for x in values if x is not None and not _isnan(x)]
         if finite and v == min(finite) and v < r:
             return (f"you kept the smallest validation value ({_show(v)}); "
                     f"every selection metric is larger-is-better, the "
-                    f"runner keeps {_show(r)} at index {ref}, {where}")
+                    f"runner keeps {_show(r)} at index {ref}")
         if g == ref + 1:
             return (f"off by one: you returned {g}, the runner keeps "
-                    f"{ref}; grid indices start at 0, {where}")
+                    f"{ref}; grid indices start at 0")
         return (f"you kept index {g} (value {_show(v)}), the runner keeps "
-                f"index {ref} (value {_show(r)}) {where}")
+                f"index {ref} (value {_show(r)})")
 
     from hypothesis import strategies as st
 
@@ -126,7 +127,8 @@ def check_select_by_validation(select) -> CheckResult:
     ]
     return run_checker(diagnose, adversarial=adversarial,
                        strategy=st.lists(value, min_size=0, max_size=8),
-                       max_examples=150, what="your selection rule")
+                       max_examples=150, what="your selection rule",
+                       names=("values",))
 
 
 # --------------------------------------------------------------------------
@@ -226,29 +228,42 @@ def check_cache_key(key) -> CheckResult:
     Derived in: book/10_running_experiments.md#run-cache
     """
     def diagnose(task):
+        record(task=copy.deepcopy(task),
+               expected="a str, the same for equal tasks, another for "
+                        "tasks that differ")
         k = key(copy.deepcopy(task))
+        record(got=k)
         if isinstance(k, int):
+            # not the int itself: hash() is salted per process, and a
+            # message must read the same on every run
+            record(got="an int (its value changes from process to process)")
             return ("your key is an int (Python's hash()?): hash() of a "
                     "string changes from one process to the next, so a "
                     "later run would never find the entry; return a "
                     "hashlib hex digest")
         if not isinstance(k, str):
             return f"your key is a {type(k).__name__}, not a str"
-        if key(copy.deepcopy(task)) != k:
+        k2 = key(copy.deepcopy(task))
+        if k2 != k:
+            record(got=(k, k2))
             return ("your key differs between two calls on the same task "
                     "(random or time-dependent?)")
-        if key(_reordered(task)) != k:
+        k2 = key(_reordered(task))
+        if k2 != k:
+            record(got=(k, k2))
             return ("your key depends on the order of the entries of a "
                     "dict: the same settings listed in another order get "
                     "another key (sort the keys, e.g. json.dumps(..., "
                     "sort_keys=True))")
         for name, other in _variants(task):
             if key(other) == k:
+                record(task=copy.deepcopy(task), task_2=other, got=(k, k))
                 return (f"your key ignores {_INGREDIENTS[name]}: two tasks "
                         f"that differ only in {name!r} get the same key")
         # fields run together: move a "1" across the boundary of two fields
         for a, b, f1, f2 in _run_together(task):
             if key(a) == key(b):
+                record(task=a, task_2=b, got=(key(a), key(b)))
                 return ("your key runs fields together without a separator: "
                         f"{f1}={a[f1]!r} with {f2}={a[f2]!r} and {f1}="
                         f"{b[f1]!r} with {f2}={b[f2]!r} get the same key "
@@ -273,4 +288,5 @@ def check_cache_key(key) -> CheckResult:
         "libraries": st.dictionaries(st.sampled_from(["numpy", "numba"]),
                                      text, min_size=1, max_size=2)})
     return run_checker(diagnose, adversarial=[_base_task()], strategy=task,
-                       max_examples=60, what="your cache key")
+                       max_examples=60, what="your cache key",
+                       names=("task",))
