@@ -4,8 +4,9 @@ Configuration files are parsed and checked against each other (one version,
 one repository URL, the README's build command in the workflow).  The
 rendering is checked on scratch mini-books built in ``tmp_path`` with the
 project's own ``_config.yml`` and ``book/_ext`` (never the whole book, which
-executes every chapter): launch and repository buttons appear when the
-repository URL is set and vanish while it is the placeholder; a cell printing
+executes every chapter): launch and repository buttons, and the citation's
+url, appear when the repository URL is set and vanish while it is unset; a
+cell printing
 in several messages renders as one output box while the executed notebook
 keeps the kernel's outputs, and nbval passes on it; the References page and
 the text use the same author-year labels, with ℓ₁ rendered in titles.
@@ -61,27 +62,43 @@ def test_version_is_written_once_and_copied_equal():
                          re.MULTILINE)
     released = release.findall(changelog)
     assert released and released[0] == version, "newest CHANGELOG release"
+    # the intro's citation is written by book_links from the build's release
     intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
-    assert re.findall(r"version = \{([^}]*)\}", intro) == [version]
+    assert "```{book-citation}" in intro and "version = {" not in intro
 
 
 def test_repository_url_is_one_setting():
     config = _yaml("_config.yml")
     url, branch = config["repository"]["url"], config["repository"]["branch"]
-    owner, repo = book_links.github_parts(url)
-    assert _yaml("CITATION.cff")["repository-code"] == url
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    badges = re.findall(r"https://mybinder\.org/v2/gh/([^/]+)/([^/]+)/([^?)]+)", readme)
-    assert badges == [(owner, repo, branch)], "README's Binder badge"
-    assert "mybinder.org/badge_logo.svg" in readme
+    cff = _yaml("CITATION.cff")
+    # a badge is a line of its own; the README's how-to quotes one in backticks
+    badges = re.findall(
+        r"^\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]"
+        r"\(https://mybinder\.org/v2/gh/([^/]+)/([^/]+)/([^?)]+)",
+        readme, flags=re.MULTILINE,
+    )
+    if url:
+        owner, repo = book_links.github_parts(url)
+        assert cff["repository-code"] == url
+        assert badges == [(owner, repo, branch)], "README's Binder badge"
+        assert "mybinder.org/badge_logo.svg" in readme
+    else:
+        # unset: no address, no badge and no placeholder anywhere a reader looks
+        assert "repository-code" not in cff
+        assert badges == []
+    for name in ("README.md", "CITATION.cff", "_config.yml", "book/intro.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert "OWNER/REPOSITORY" not in text, name
     # every launch provider the issue asks for, in JupyterLab
     launch = config["launch_buttons"]
     assert launch["notebook_interface"] == "jupyterlab"
     assert launch["binderhub_url"] == "https://mybinder.org"
     assert launch["colab_url"] == "https://colab.research.google.com"
     html = config["html"]
-    assert html["use_repository_button"] and html["use_issues_button"]
-    assert html["use_edit_page_button"]
+    # the buttons follow the URL (book_links); jupyter-book refuses them unset
+    assert not {"use_repository_button", "use_issues_button",
+                "use_edit_page_button"} & set(html)
     for key in ("favicon",):
         assert (ROOT / html[key]).is_file()
     assert (ROOT / config["logo"]).is_file()
@@ -108,7 +125,8 @@ def test_citation_cff_is_valid_cff_1_2_0():
     for key in ("cff-version", "message", "title", "authors"):  # CFF 1.2.0 required
         assert cff.get(key), key
     assert cff["cff-version"] == "1.2.0"
-    assert cff["authors"] == [{"name": "The Sparse LTR authors"}]
+    # one author setting: _config.yml's author:, which the intro's citation reads
+    assert cff["authors"] == [{"name": _yaml("_config.yml")["author"]}]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", str(cff["date-released"]))
     assert cff["license"] == ["BSD-3-Clause", "CC-BY-4.0"]
     assert cff["type"] == "software"
@@ -252,12 +270,12 @@ def test_colab_install_cell_is_inert_off_colab_and_inserted_once(monkeypatch):
 
 def test_colab_notebooks_need_the_repository_url(tmp_path, capsys):
     config = tmp_path / "_config.yml"
-    config.write_text(f"repository:\n  url: {book_links.PLACEHOLDER}\n")
+    config.write_text('repository:\n  url: ""\n')
     executed = tmp_path / "executed"
     executed.mkdir()
     nbformat.write(nbformat.v4.new_notebook(), executed / "ch.ipynb")
     argv = [str(executed), str(tmp_path / "out"), "--config", str(config)]
-    with pytest.raises(SystemExit, match="placeholder"):
+    with pytest.raises(SystemExit, match="not set"):
         colab_notebooks.main(argv)
     colab_notebooks.main(argv + ["--if-configured"])
     assert not (tmp_path / "out").exists()
@@ -324,6 +342,9 @@ The solution.
 ```
 
 After the solution.
+
+```{book-citation}
+```
 """
 
 
@@ -337,7 +358,8 @@ def _mini_book(path, url, execute):
         for f in src.iterdir():
             if f.is_file():
                 (dst / f.name).write_bytes(f.read_bytes())
-    (path / "references.bib").write_bytes((ROOT / "references.bib").read_bytes())
+    for name in ("references.bib", "CITATION.cff"):
+        (path / name).write_bytes((ROOT / name).read_bytes())
     config = _yaml("_config.yml")
     config["repository"]["url"] = url
     config["execute"]["execute_notebooks"] = "force" if execute else "off"
@@ -398,6 +420,23 @@ def test_launch_and_repository_buttons_from_the_url(built):
     intro = _html(built, "intro")
     assert f"{URL}/edit/main/book/intro.md" in intro
     assert "mybinder.org" not in intro
+
+
+def test_citation_reads_the_settings(built):
+    """The intro's BibTeX: CITATION.cff's title and year, the config's author,
+    release and repository URL."""
+    cff = _yaml("CITATION.cff")
+    config = _yaml("_config.yml")
+    expected = book_links.bibtex_record(
+        cff["title"], config["author"], _version(),
+        str(cff["date-released"])[:4], URL,
+    )
+    assert f"  url     = {{{URL}}}" in expected
+    assert f"  version = {{{_version()}}}" in expected
+    assert "url" not in book_links.bibtex_record("t", "a", "1", "2026")
+    intro = re.sub(r"<[^>]+>", "", _html(built, "intro"))
+    for line in expected.splitlines():
+        assert line.strip() in intro, line
 
 
 def test_one_output_box_and_executed_notebook_as_the_kernel_wrote_it(built):
@@ -482,15 +521,17 @@ def test_inline_scripts_once_and_a_default_colour_mode(built):
     assert 'localStorage.getItem("mode") || "auto"' in intro
 
 
-def test_placeholder_url_leaves_the_buttons_out(tmp_path):
-    _mini_book(tmp_path, book_links.PLACEHOLDER, execute=False)
+def test_unset_url_leaves_the_buttons_and_the_citation_url_out(tmp_path):
+    _mini_book(tmp_path, "", execute=False)
     result = _build(tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "placeholder" in result.stdout
+    assert "repository: url: is not set" in result.stdout
     page = (tmp_path / "_build/html/book/page.html").read_text(encoding="utf-8")
     assert "mybinder.org" not in page and "colab.research" not in page
-    assert "github.com/OWNER" not in page and "/edit/main/" not in page
+    assert "github.com/" not in page and "/edit/main/" not in page
     assert "_static/logo.svg" in page
+    intro = (tmp_path / "_build/html/book/intro.html").read_text(encoding="utf-8")
+    assert "sparse_ltr_book" in intro and "github.com/" not in intro
 
 
 def test_non_github_url_stops_the_build():

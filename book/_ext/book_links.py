@@ -1,17 +1,23 @@
-"""Launch, repository, issue and edit buttons from one setting: the repository URL.
+"""Launch, repository, issue and edit buttons and the citation from one setting.
 
 ``repository: url:`` in ``_config.yml`` is the only place the book's public
 address is written.  sphinx-book-theme derives from it the Binder link
 (JupyterLab, ``lab/tree/book/<chapter>.md``, opened as a notebook by the
 jupytext default viewer in ``.jupyter/labconfig``), the repository, issue and
-edit buttons.  This extension adds two things the theme cannot do:
+edit buttons.  This extension adds three things the theme cannot do:
 
-- **No public URL yet.**  While the setting holds :data:`PLACEHOLDER`, every
-  button would point at a repository that does not exist, so the buttons and
-  launch links are left out of the pages (and the build says so once).  Any
-  other value must be a ``https://github.com/<owner>/<repository>`` address:
-  Binder's ``gh`` route and Colab only know GitHub, so anything else stops the
-  build with an error naming the setting.
+- **No public URL yet.**  While the setting is empty, every button would
+  point at a repository that does not exist, so the buttons and launch links
+  are left out of the pages (and the build says so once).  Any other value
+  must be a ``https://github.com/<owner>/<repository>`` address: Binder's
+  ``gh`` route and Colab only know GitHub, so anything else stops the build
+  with an error naming the setting.  The repository, issue and edit buttons
+  are switched on here, from the URL, not in ``_config.yml``: jupyter-book
+  refuses ``use_*_button`` while the URL is empty.
+- **The citation.**  The ``book-citation`` directive writes the BibTeX record
+  of the book from ``CITATION.cff`` (title, version, year), the ``author:``
+  of ``_config.yml`` and, once it is set, the repository URL, so the intro
+  page shows no address while there is none.
 - **Colab opens ``.ipynb`` files only.**  The theme's Colab link points at the
   chapter's ``.md`` source, which Colab cannot read.  The book workflow
   (``.github/workflows/book.yml``) therefore publishes every executed chapter,
@@ -23,13 +29,15 @@ from __future__ import annotations
 
 import re
 
+from pathlib import Path
+
+from docutils import nodes
 from sphinx.errors import ConfigError
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
-#: The value of ``repository: url:`` until the project has a public address.
-PLACEHOLDER = "https://github.com/OWNER/REPOSITORY"
 #: The branch the book workflow publishes the Colab notebooks to.
 NOTEBOOKS_BRANCH = "notebooks"
 _GITHUB = re.compile(r"https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)")
@@ -43,27 +51,29 @@ def github_parts(url):
         raise ConfigError(
             f"_config.yml repository: url: {url!r} is not a GitHub repository "
             "address https://github.com/<owner>/<repository> (Binder's and "
-            f"Colab's launch links need one); leave it at {PLACEHOLDER!r} "
-            "until the project has a public address"
+            "Colab's launch links need one); leave it empty until the "
+            "project has a public address"
         )
     return match.groups()
 
 
 def _check_repository(app, config):
     options = config.html_theme_options
-    url = options.get("repository_url", "")
-    if url in ("", PLACEHOLDER):
+    url = options.get("repository_url") or ""
+    if not url:
         for key in _BUTTONS:
             options[key] = False
         options["launch_buttons"] = {}
         options["repository_url"] = ""
         logger.info(
-            "book_links: _config.yml repository: url: is the placeholder; "
+            "book_links: _config.yml repository: url: is not set; "
             "launch, repository, issue and edit buttons left out"
         )
         return
     owner, repo = github_parts(url)
     options["repository_url"] = f"https://github.com/{owner}/{repo}"
+    for key in _BUTTONS:
+        options[key] = True
 
 
 def _colab_to_notebooks_branch(app, pagename, templatename, context, doctree):
@@ -84,7 +94,44 @@ def _colab_to_notebooks_branch(app, pagename, templatename, context, doctree):
                 )
 
 
+def bibtex_record(title, author, version, year, url=""):
+    """The book's BibTeX entry; the ``url`` field only when ``url`` is set."""
+    fields = [
+        ("author", "{" + author + "}"),
+        ("title", title),
+        ("version", version),
+        ("year", str(year)),
+    ]
+    if url:
+        fields.append(("url", url))
+    body = ",\n".join(f"  {key:<7} = {{{value}}}" for key, value in fields)
+    return "@software{sparse_ltr_book,\n" + body + "\n}"
+
+
+class BookCitation(SphinxDirective):
+    """``book-citation``: the BibTeX record, from CITATION.cff and the config."""
+
+    def run(self):
+        import yaml
+
+        path = Path(self.env.srcdir) / "CITATION.cff"
+        if not path.is_file():
+            raise self.error(f"book-citation: {path} not found")
+        cff = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = self.env.config
+        text = bibtex_record(
+            cff["title"],
+            config.author,
+            config.release,
+            str(cff["date-released"])[:4],
+            config.html_theme_options.get("repository_url") or "",
+        )
+        block = nodes.literal_block(text, text, language="bibtex")
+        return [block]
+
+
 def setup(app):
+    app.add_directive("book-citation", BookCitation)
     # config-inited runs before the theme reads its options at builder-inited.
     app.connect("config-inited", _check_repository)
     # The theme adds its launch buttons at priority 501; rewrite after it.

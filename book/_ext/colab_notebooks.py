@@ -28,7 +28,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from book_links import PLACEHOLDER, github_parts
+from book_links import github_parts
 
 #: What chapters import beyond refimpl's own dependencies and Colab's image.
 COLAB_PACKAGES = (
@@ -93,11 +93,11 @@ def colab_notebook(nb, url, branch="main"):
 
 
 def repository(config_path):
-    """``(url, branch)`` from ``_config.yml``; ``(None, None)`` for the placeholder."""
+    """``(url, branch)`` from ``_config.yml``; ``(None, None)`` while it is unset."""
     config = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
     repo = config.get("repository") or {}
-    url = repo.get("url") or PLACEHOLDER
-    if url == PLACEHOLDER:
+    url = repo.get("url") or ""
+    if not url:
         return None, None
     github_parts(url)
     return url, repo.get("branch", "main")
@@ -111,13 +111,13 @@ def main(argv=None):
     parser.add_argument(
         "--if-configured",
         action="store_true",
-        help="write nothing (and succeed) while repository: url: is the placeholder",
+        help="write nothing (and succeed) while repository: url: is not set",
     )
     args = parser.parse_args(argv)
     url, branch = repository(args.config)
     if url is None:
         message = (
-            f"{args.config}: repository: url: is the placeholder {PLACEHOLDER}; "
+            f"{args.config}: repository: url: is not set; "
             "no Colab notebooks written (set the public GitHub address first)"
         )
         if args.if_configured:
