@@ -40,7 +40,7 @@ def holm_adjusted(p, alpha):
 
 
 def holm_recursive(p, alpha):
-    """Reject the smallest if p_min <= alpha/m, then recurse on the rest."""
+    """Reject the smallest if p_min <= alpha/N, then recurse on the rest."""
     p = list(p)
     alive = list(range(len(p)))
     out = np.zeros(len(p), dtype=int)            # 0/1 ints are accepted
@@ -95,7 +95,7 @@ def descending(p, alpha):
     return out
 
 
-def off_by_one_minus(p, alpha):          # alpha/(m - i) with 1-based i
+def off_by_one_minus(p, alpha):          # alpha/(N - i) with 1-based i
     m = len(p)
     out = [False] * m
     for i, j in enumerate(np.argsort(p), start=1):
@@ -115,7 +115,7 @@ def off_by_one_minus_numpy(p, alpha):    # the same, vectorised: alpha/0 = inf
     return out
 
 
-def off_by_one_plus(p, alpha):           # alpha/(m - i + 1) with 0-based i
+def off_by_one_plus(p, alpha):           # alpha/(N - i + 1) with 0-based i
     m = len(p)
     order = np.argsort(p)
     out = np.zeros(m, dtype=bool)
@@ -174,10 +174,10 @@ def returns_adjusted(p, alpha):
                "p = [0.03, 0.014, 0.5, 0.015]"]),
     (adjusted_not_monotone, ["no stop", "running maximum"]),
     (descending, ["decreasing order", "p = [0.3, 0.001]"]),
-    (off_by_one_minus, ["divided by zero", "alpha/(m - i + 1)"]),
-    (off_by_one_minus_numpy, ["off by one", "alpha/(m - i)",
+    (off_by_one_minus, ["divided by zero", "alpha/(N - i + 1)"]),
+    (off_by_one_minus_numpy, ["off by one", "alpha/(N - i)",
                               "p = [0.3, 0.001]"]),
-    (off_by_one_plus, ["off by one", "alpha/(m - i + 2)", "p = [0.04]"]),
+    (off_by_one_plus, ["off by one", "alpha/(N - i + 2)", "p = [0.04]"]),
     (sorted_order, ["order of the input", "p = [0.3, 0.001]"]),
     (sorts_in_place, ["changed its input"]),
     (hochberg, ["step-up", "Hochberg", "p = [0.03, 0.014, 0.5, 0.015]"]),

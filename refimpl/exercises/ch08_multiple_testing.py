@@ -2,7 +2,7 @@
 
 ``check_holm`` compares the student's Holm step-down procedure with the
 reference below: sort the p-values increasingly, reject ``H_(i)`` while
-``p_(i) <= alpha / (m - i + 1)`` (1-based rank ``i``), stop at the first
+``p_(i) <= alpha / (N - i + 1)`` (1-based rank ``i``), stop at the first
 p-value above its threshold, and report the rejections in the order of the
 input.  Each adversarial case lets exactly one of the usual mistakes show,
 so the message names a mistake only when the case proves it.
@@ -19,7 +19,7 @@ from ._harness import CheckResult, run_checker
 __all__ = ["check_holm"]
 
 # how far from a threshold a p-value counts as *on* it: there the student's
-# p * (m - i + 1) <= alpha and the reference's p <= alpha / (m - i + 1) may
+# p * (N - i + 1) <= alpha and the reference's p <= alpha / (N - i + 1) may
 # round differently, and both answers are right
 _REL_EDGE = 1e-12
 
@@ -68,31 +68,31 @@ def _variants(p, alpha):
         minus_one = alpha / (m - rank)                  # alpha / 0 = inf
     return [
         (p <= alpha / m, "Bonferroni instead of Holm: you compare every "
-         "p-value with alpha/m; Holm's threshold grows, alpha/(m - i + 1) "
+         "p-value with alpha/N; Holm's threshold grows, alpha/(N - i + 1) "
          "for the i-th smallest"),
         (_unsort(_step_down(ps, alpha / (m - rank + 1), stop=False), order),
          "no stop: you reject a hypothesis whose p-value is larger than "
          "that of one you kept; Holm stops at the first p_(i) above "
-         "alpha/(m - i + 1) (with adjusted p-values: take the running "
-         "maximum of (m - i + 1) p_(i))"),
+         "alpha/(N - i + 1) (with adjusted p-values: take the running "
+         "maximum of (N - i + 1) p_(i))"),
         (_unsort(_step_up(ps, alpha / (m - rank + 1)), order),
          "step-up instead of step-down: you reject every hypothesis up to "
-         "the largest i with p_(i) <= alpha/(m - i + 1) (Hochberg's "
+         "the largest i with p_(i) <= alpha/(N - i + 1) (Hochberg's "
          "procedure); Holm stops at the first i that fails"),
         (_unsort(_step_up(ps, rank * alpha / m), order),
-         "Benjamini-Hochberg instead of Holm: thresholds i alpha/m, step-up, "
+         "Benjamini-Hochberg instead of Holm: thresholds i alpha/N, step-up, "
          "control the false discovery rate, not the family-wise error"),
         (_unsort(_step_down(p[desc], alpha / (m - rank + 1)), desc),
          "sorted in decreasing order: Holm starts from the smallest "
-         "p-value, with the strictest threshold alpha/m"),
+         "p-value, with the strictest threshold alpha/N"),
         (holm_sorted.copy(), "the answer is in the order of the sorted "
          "p-values; return it in the order of the input"),
         (_unsort(_step_down(ps, minus_one), order), "off by one: your "
-         "threshold for the i-th smallest p-value is alpha/(m - i), not "
-         "alpha/(m - i + 1) (the smallest is compared with alpha/m)"),
+         "threshold for the i-th smallest p-value is alpha/(N - i), not "
+         "alpha/(N - i + 1) (the smallest is compared with alpha/N)"),
         (_unsort(_step_down(ps, alpha / (m - rank + 2)), order), "off by "
          "one: your threshold for the i-th smallest p-value is "
-         "alpha/(m - i + 2), not alpha/(m - i + 1) (the largest is compared "
+         "alpha/(N - i + 2), not alpha/(N - i + 1) (the largest is compared "
          "with alpha itself)"),
     ]
 
@@ -107,7 +107,7 @@ def _as_mask(got, m):
         shape = "nothing" if got is None else (
             f"shape {arr.shape}" if arr is not None else repr(got))
         return None, (f"return one True/False per p-value (an array of "
-                      f"length {m}, in the input's order); you returned "
+                      f"length N = {m}, in the input's order); you returned "
                       f"{shape}")
     if arr.dtype != bool:
         if not np.isin(arr, (0, 1)).all():
@@ -129,12 +129,12 @@ def _bools(x):
 def check_holm(fn) -> CheckResult:
     """Check ``fn(p, alpha) -> reject``: Holm's step-down procedure.
 
-    ``p`` is a 1-d array of the ``m`` p-values of a family of tests and
+    ``p`` is a 1-d array of the ``N`` p-values of a family of tests and
     ``alpha`` the family-wise error rate to control; ``reject[i]`` is True
     when hypothesis ``i`` is rejected.  Sort the p-values, reject the i-th
-    smallest while ``p_(i) <= alpha / (m - i + 1)`` and stop at the first
+    smallest while ``p_(i) <= alpha / (N - i + 1)`` and stop at the first
     that fails (eq. eq-holm of Chapter 8).  A loop, a vectorised version
-    and the adjusted-p-value form (``max_{j <= i} (m - j + 1) p_(j) <=
+    and the adjusted-p-value form (``max_{j <= i} (N - j + 1) p_(j) <=
     alpha``) are all accepted.
 
     Derived in: book/08_side_by_side.md#multiple-comparisons
@@ -149,7 +149,7 @@ def check_holm(fn) -> CheckResult:
             got = fn(arg, alpha)
         except ZeroDivisionError as exc:
             return (f"your function divided by zero ({exc}) {where}: with "
-                    "a 1-based rank i the threshold is alpha/(m - i + 1), "
+                    "a 1-based rank i the threshold is alpha/(N - i + 1), "
                     "which is alpha, not alpha/0, for the largest p-value")
         if not np.array_equal(arg, p):
             return (f"your function changed its input (it sorts p in "
@@ -182,7 +182,7 @@ def check_holm(fn) -> CheckResult:
     adversarial = [
         ([0.04], 0.05),                      # m = 1: the threshold is alpha
         ([0.3, 0.001], 0.05),                # input order != sorted order
-        ([0.02, 0.03], 0.05),                # Holm rejects more than alpha/m
+        ([0.02, 0.03], 0.05),                # Holm rejects more than alpha/N
         ([0.03, 0.001], 0.05),               # starts from the smallest
         ([0.03, 0.5], 0.05),                 # no threshold above alpha
         ([0.03, 0.014, 0.5, 0.015], 0.05),   # step-up rejects more
