@@ -183,7 +183,8 @@ def returns_adjusted(p, alpha):
     (hochberg, ["step-up", "Hochberg", "p = [0.03, 0.014, 0.5, 0.015]"]),
     (benjamini_hochberg, ["Benjamini-Hochberg", "false discovery"]),
     (returns_adjusted, ["not the p-values", "adjusted"]),
-    (lambda p, alpha: int(np.sum(p <= alpha / len(p))), ["length 1"]),
+    (lambda p, alpha: int(np.sum(p <= alpha / len(p))),
+     ["length N = 1", "the single value 1"]),
 ])
 def test_holm_names_planted_bugs(fn, words):
     res = check_holm(fn)

@@ -104,8 +104,9 @@ def _as_mask(got, m):
     except Exception:                    # noqa: BLE001 -- any odd object
         arr = None
     if arr is None or arr.ndim != 1 or arr.size != m:
-        shape = "nothing" if got is None else (
-            f"shape {arr.shape}" if arr is not None else repr(got))
+        shape = ("nothing" if got is None else repr(got) if arr is None
+                 else f"the single value {got!r}" if arr.ndim == 0
+                 else f"an array of shape {arr.shape}")
         return None, (f"return one True/False per p-value (an array of "
                       f"length N = {m}, in the input's order); you returned "
                       f"{shape}")
