@@ -19,11 +19,12 @@ from .ch05_dc import *  # noqa: F401,F403
 from .ch06_liferank import *  # noqa: F401,F403
 from .ch07_ostree import *  # noqa: F401,F403
 from .ch08_side_by_side import *  # noqa: F401,F403
+from .ch08_multiple_testing import *  # noqa: F401,F403
 from .ch09_fast import *  # noqa: F401,F403
 from .ch10_experiments import *  # noqa: F401,F403
 
-from . import (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration, ch05_dc, ch06_liferank, ch07_ostree, ch08_side_by_side, ch09_fast, ch10_experiments)  # noqa: E402
+from . import (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration, ch05_dc, ch06_liferank, ch07_ostree, ch08_side_by_side, ch08_multiple_testing, ch09_fast, ch10_experiments)  # noqa: E402
 
-_MODULES = (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration, ch05_dc, ch06_liferank, ch07_ostree, ch08_side_by_side, ch09_fast, ch10_experiments)
+_MODULES = (ch01_data, ch02_toolkit, ch03_fenchel, ch04_acceleration, ch05_dc, ch06_liferank, ch07_ostree, ch08_side_by_side, ch08_multiple_testing, ch09_fast, ch10_experiments)
 __all__ = ["CheckResult", "FailingCase", "run_checker"] + [
     name for m in _MODULES for name in m.__all__]
