@@ -3,7 +3,8 @@
 The one home of what the parse cache (:mod:`refimpl.data`), the data-set
 manager (:mod:`refimpl.datasets`), the experiment runner and its snapshots
 (:mod:`refimpl.experiments`) do with files (the schema-checked JSON reader
-sits beside it, in :mod:`refimpl._jsonfile`):
+sits above it, in :mod:`refimpl._jsonfile`, which opens files through
+:func:`open_regular`):
 
 * :func:`file_hash`: a file's SHA-256 (or another :mod:`hashlib` digest);
 * :func:`json_sha256`: the SHA-256 of an object's canonical JSON (the
@@ -11,9 +12,8 @@ sits beside it, in :mod:`refimpl._jsonfile`):
 * :func:`stat_signature`, :func:`is_racy` and :func:`file_digest`: a file's
   hash computed once per version of the file (its size, mtime, ctime and
   inode), trusted only if the file was not modified within :data:`RACY_NS`
-  of being hashed (git's "racily clean" rule); :func:`load_digest_memo` and
-  :func:`store_digest_memo` keep such hashes across runs in a checksummed
-  JSON file;
+  of being hashed (git's "racily clean" rule); :mod:`refimpl._digest_memo`
+  keeps such hashes across runs in a checksummed JSON file;
 * :func:`atomic_write` and :func:`atomic_write_json`: a temporary file in
   the target's directory, then :func:`os.replace`, so that a reader sees
   the old file or the new one, and no temporary file is left behind
@@ -46,7 +46,6 @@ import uuid
 import warnings
 from pathlib import Path
 
-from . import _jsonfile as js
 from .exceptions import DataError
 
 __all__ = [
@@ -59,7 +58,6 @@ __all__ = [
     "file_hash",
     "is_racy",
     "json_sha256",
-    "load_digest_memo",
     "NotRegularFileError",
     "open_directory",
     "open_regular",
@@ -67,7 +65,6 @@ __all__ = [
     "read_regular",
     "remove_stale_tmp",
     "stat_signature",
-    "store_digest_memo",
 ]
 
 #: A hash remembered for a file is trusted only if the file's mtime is this
@@ -389,54 +386,6 @@ def file_digest(path, memo: dict):
         raise FileChangedError(path)
     memo[path] = {"stat": list(sig), "sha256": digest, "hashed_ns": started}
     return digest, sig
-
-
-_MEMO_FORMAT = 1
-_INT64 = js.integer(-(2**63), 2**63 - 1)
-_MEMO_SCHEMA = js.record({
-    "format": js.const(_MEMO_FORMAT),
-    "checksum": js.string(r"[0-9a-f]{64}"),
-    "files": js.mapping(js.record({
-        "sha256": js.string(r"[0-9a-f]{64}"),
-        "hashed_ns": _INT64,
-        "stat": js.list_of(_INT64, length=4),
-    })),
-})
-
-
-def load_digest_memo(path) -> dict:
-    """The entries of a memo file written by :func:`store_digest_memo`.
-
-    ``{}`` when there is none; a file that is not valid (not JSON, another
-    format, a field missing, a checksum that does not match) is a
-    ``RuntimeWarning`` naming it, and ``{}``.
-    """
-    try:
-        stored = js.read_json(path, _MEMO_SCHEMA)
-    except FileNotFoundError:
-        return {}
-    except js.MalformedFileError as err:
-        warnings.warn(f"fingerprint memo {path} is not valid ({err.problem}); "
-                      "the data files are hashed again", RuntimeWarning,
-                      stacklevel=2)
-        return {}
-    if stored["checksum"] != json_sha256(stored["files"]):
-        warnings.warn(f"fingerprint memo {path} is not valid (its checksum does "
-                      "not match its content); the data files are hashed again",
-                      RuntimeWarning, stacklevel=2)
-        return {}
-    return stored["files"]
-
-
-def store_digest_memo(path, files: dict) -> None:
-    """Write memo entries (as :func:`file_digest` keeps them); a failure warns."""
-    try:
-        atomic_write_json(Path(path), {"format": _MEMO_FORMAT, "files": files,
-                                       "checksum": json_sha256(files)})
-    except OSError as err:
-        warnings.warn(f"cannot write the fingerprint memo {path} ({err}); the "
-                      "data files will be hashed again next time",
-                      RuntimeWarning, stacklevel=2)
 
 
 def atomic_write(path, write, *, binary: bool = True, durable: bool = False) -> None:

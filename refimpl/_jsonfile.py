@@ -26,6 +26,7 @@ import math
 import os
 import re
 
+from ._io import open_regular
 from .exceptions import DataError
 
 # Larger than any file the package writes (a manifest or a cache entry is a
@@ -78,8 +79,6 @@ def read_json(path, schema=None, *, max_bytes=MAX_BYTES):
         Anything else: unreadable, not a regular file, too large, not UTF-8,
         not JSON, or not of the schema's shape.
     """
-    from ._io import open_regular  # _io imports this module
-
     path = os.fspath(path)
     try:
         with open_regular(path) as f:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from refimpl import _io
+from refimpl import _digest_memo, _io
 from refimpl import _jsonfile as js
 from refimpl.data import load_letor, make_synthetic_letor, write_letor
 from refimpl.datasets import MANIFEST, REGISTRY, fetch_letor, prepare_letor
@@ -245,7 +245,7 @@ def test_fuzzed_fingerprint_memo_never_crashes(tmp_path, data):
     path.write_text(data.draw(damaged(_MEMO)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        files = _io.load_digest_memo(path)
+        files = _digest_memo.load_digest_memo(path)
     assert isinstance(files, dict)
     assert files in ({}, _MEMO["files"])
     assert all(str(path) in str(w.message) for w in caught)

@@ -104,7 +104,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__ as _REFIMPL_VERSION
-from .. import _io
+from .. import _digest_memo, _io
 from .. import _jsonfile as js
 from .. import data as _data
 from .. import metrics as _metrics
@@ -1427,7 +1427,7 @@ def _fingerprints(plan, out_dir):
     """``{fold: fingerprint}`` of the run's data, through the fingerprint memo."""
     memo_path = out_dir / "cache" / _MEMO_NAME if out_dir is not None else None
     if memo_path is not None:
-        for path, entry in _io.load_digest_memo(memo_path).items():
+        for path, entry in _digest_memo.load_digest_memo(memo_path).items():
             known = _FILE_MEMO.get(path)
             if known is None or known["hashed_ns"] < entry["hashed_ns"]:
                 _FILE_MEMO[path] = entry
@@ -1443,7 +1443,7 @@ def _fingerprints(plan, out_dir):
                    != (_FILE_MEMO[p]["stat"], _FILE_MEMO[p]["sha256"])
                    or (_racy(before[p]) and not _racy(_FILE_MEMO[p]))]
         if changed:
-            _io.store_digest_memo(memo_path, {p: _FILE_MEMO[p] for p in used})
+            _digest_memo.store_digest_memo(memo_path, {p: _FILE_MEMO[p] for p in used})
     return out
 
 
