@@ -208,3 +208,19 @@ def test_holm_unnamed_bug_shows_the_case_without_a_diagnosis():
     assert "Holm rejects" in res.message and "of rank 5" in res.message
     for name in ("Bonferroni", "Hochberg", "off by one", "no stop"):
         assert name not in res.message, res.message
+
+
+def test_a_failure_carries_its_case_as_data():
+    from refimpl.exercises import check_holm
+
+    def bonferroni(p, alpha):
+        import numpy as np
+        p = np.asarray(p)
+        return p <= alpha / p.size
+
+    res = check_holm(bonferroni)
+    assert not res.passed
+    assert res.case is not None
+    assert set(res.case.inputs) == {"p", "alpha"}
+    assert res.case.expected is not None and res.case.got is not None
+    assert "Smallest failing case" in res.message

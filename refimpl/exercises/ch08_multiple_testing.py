@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._harness import CheckResult, run_checker
+from ._harness import CheckResult, record, run_checker
 
 __all__ = ["check_holm"]
 
@@ -146,6 +146,8 @@ def check_holm(fn) -> CheckResult:
         m = p.size
         arg = p.copy()
         where = f"for p = {_fmt(p)}, alpha = {alpha:g}"
+        ref = _holm(p, alpha)
+        record(p=p.copy(), alpha=alpha, expected=ref)
         try:
             got = fn(arg, alpha)
         except ZeroDivisionError as exc:
@@ -156,10 +158,10 @@ def check_holm(fn) -> CheckResult:
             return (f"your function changed its input (it sorts p in "
                     f"place?) {where}: the caller's p became {_fmt(arg)}; "
                     "sort a copy, or use np.argsort")
+        record(got=got)
         mask, msg = _as_mask(got, m)
         if msg is not None:
             return f"{msg} {where}"
-        ref = _holm(p, alpha)
         if (np.array_equal(mask, ref)
                 or np.array_equal(mask, _holm(p, alpha, _REL_EDGE))
                 or np.array_equal(mask, _holm(p, alpha, -_REL_EDGE))):
@@ -196,4 +198,5 @@ def check_holm(fn) -> CheckResult:
     strategy = st.tuples(st.lists(p_value, min_size=1, max_size=10),
                          st.sampled_from([0.05, 0.1, 0.01, 0.2]))
     return run_checker(diagnose, adversarial=adversarial, strategy=strategy,
-                       max_examples=150, what="your Holm procedure")
+                       max_examples=150, what="your Holm procedure",
+                       names=("p", "alpha"))
