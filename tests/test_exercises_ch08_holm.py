@@ -224,3 +224,28 @@ def test_a_failure_carries_its_case_as_data():
     assert set(res.case.inputs) == {"p", "alpha"}
     assert res.case.expected is not None and res.case.got is not None
     assert "Smallest failing case" in res.message
+
+
+def test_refimpl_holm_adjusted_passes_the_checker():
+    from refimpl.exercises import check_holm
+    from refimpl.experiments import holm_adjusted
+
+    res = check_holm(lambda p, alpha: holm_adjusted(p) <= alpha)
+    assert res.passed, res.message
+
+
+def test_holm_adjusted_values_and_errors():
+    import numpy as np
+    import pytest
+
+    from refimpl.exceptions import DataError
+    from refimpl.experiments import holm_adjusted
+
+    # sorted: 0.01 * 3, max(0.03, 0.02 * 2), max(0.04, 0.04 * 1) -> capped order
+    np.testing.assert_allclose(holm_adjusted([0.04, 0.01, 0.02]),
+                               [0.04, 0.03, 0.04])
+    assert holm_adjusted([0.6, 0.7]).max() == 1.0
+    with pytest.raises(DataError, match=r"p\[1\]"):
+        holm_adjusted([0.1, 1.5])
+    with pytest.raises(DataError, match=r"p\[0\]"):
+        holm_adjusted([np.nan])

@@ -24,7 +24,8 @@ from .registry import (
     get_method,
     register,
 )
-from .report import load_results, paired_ttest, paper_comparison, read_csv
+from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
+                     read_csv)
 from .runner import (
     BACKENDS,
     ExperimentConfig,
@@ -62,6 +63,7 @@ __all__ = [
     "get_method",
     "load_fold",
     "load_results",
+    "holm_adjusted",
     "paired_ttest",
     "paper_comparison",
     "parse_folds",

@@ -19,7 +19,8 @@ from .. import _jsonfile as js
 from ..exceptions import DataError
 from .runner import _RUN_SCHEMA
 
-__all__ = ["load_results", "paired_ttest", "paper_comparison", "read_csv"]
+__all__ = ["holm_adjusted", "load_results", "paired_ttest", "paper_comparison",
+           "read_csv"]
 
 
 def _parse(value):
@@ -100,6 +101,42 @@ def load_results(path):
                             "did not finish writing its tables") from None
     out["run"] = run_info
     return out
+
+
+def holm_adjusted(p):
+    """Holm's adjusted p-values of a family of tests (eq. eq-holm).
+
+    The i-th smallest p-value becomes ``max_{j <= i} min(1, (N - j + 1)
+    p_(j))``: rejecting every hypothesis whose adjusted p-value is at most
+    alpha is Holm's step-down procedure, which keeps the family-wise error
+    rate at most alpha whatever the dependence between the tests.  Ties
+    are taken in input order (a stable sort), which gives the same
+    adjusted values as any other order.
+
+    Derived in: book/08_side_by_side.md#multiple-comparisons
+
+    Parameters
+    ----------
+    p : array-like of float, 1-d
+        The p-values, each in [0, 1].
+
+    Returns
+    -------
+    ndarray
+        The adjusted p-values, in the input's order.
+    """
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1:
+        raise DataError(f"p must be a 1-d array of p-values, not of shape {p.shape}")
+    bad = ~((p >= 0) & (p <= 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"p[{i}] = {p[i]!r} is not a p-value in [0, 1]")
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(
+        (p.size - np.arange(p.size)) * p[order]))
+    return adjusted
 
 
 def paired_ttest(per_query, method_a, method_b, metric="AP"):
