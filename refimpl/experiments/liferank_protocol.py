@@ -213,6 +213,13 @@ def protocol_fold(train, test, vali=None, *, ks=KS, random_state=0):
     return scores, quality, fits
 
 
+def _paired_p(a, b):
+    """Two-tailed paired t-test p-value; 1 for equal columns (no test)."""
+    if np.allclose(a, b):
+        return 1.0
+    return float(stats.ttest_rel(a, b).pvalue)
+
+
 def mark(a, b):
     """Paper-style mark of LifeRank (``a``) against a baseline (``b``).
 
@@ -223,7 +230,7 @@ def mark(a, b):
     """
     if np.allclose(a, b):
         return " "
-    pv, up = stats.ttest_rel(a, b).pvalue, a.mean() > b.mean()
+    pv, up = _paired_p(a, b), a.mean() > b.mean()
     return ("▲" if up else "▼") if pv < 0.01 else (
         ("△" if up else "▽") if pv < 0.05 else " ")
 
@@ -270,6 +277,11 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
         ``means`` ("ranker|name|k" -> 11 means over the pooled queries),
         ``marks`` (same keys -> 11 marks against LifeRank at that k),
         ``fold_means`` (same keys -> one row of 11 means per fold),
+        ``se`` (same keys -> standard errors of the 11 pooled means),
+        ``se_diff`` and ``pvalue`` (same keys -> standard errors of the
+        mean of LifeRank minus the row over the pooled queries, and the
+        two-tailed paired t-test p-values behind ``marks``, 1 where the
+        columns are equal), ``n_queries`` (the pooled test queries),
         ``C`` ("name|k" -> SVMrank's selected C per fold),
         ``gain`` ("ranker|k" -> for NDCG@10 and MAP, the mean over the
         pooled test queries of LifeRank minus the original features and
@@ -286,17 +298,24 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
         return "Original" if n == "Original" else (n, k)
 
     means, marks, fold_means, chosen = {}, {}, {}, {}
+    se, se_diff, pvalue = {}, {}, {}
     for r in RANKERS:
         for n, k in _rows():
             per_fold = [fr[0][key_of(n, k)][r] for fr in res]
             ours = np.vstack(per_fold)
             life = np.vstack([fr[0]["LifeRank", k][r] for fr in res])
-            means[f"{r}|{n}|{k}"] = ours.mean(axis=0)
-            fold_means[f"{r}|{n}|{k}"] = np.array([a.mean(axis=0)
-                                                   for a in per_fold])
-            marks[f"{r}|{n}|{k}"] = "".join(
+            key = f"{r}|{n}|{k}"
+            means[key] = ours.mean(axis=0)
+            fold_means[key] = np.array([a.mean(axis=0) for a in per_fold])
+            marks[key] = "".join(
                 " " if n == "LifeRank" else mark(life[:, j], ours[:, j])
                 for j in range(ours.shape[1]))
+            # what a plot of differences with +-2 SE and a multiple-
+            # comparison correction need, which the marks alone do not give
+            se[key] = stats.sem(ours, axis=0)
+            se_diff[key] = stats.sem(life - ours, axis=0)
+            pvalue[key] = [_paired_p(life[:, j], ours[:, j])
+                           for j in range(ours.shape[1])]
     gain = {}
     for r in RANKERS:
         for k in KS:
@@ -309,6 +328,8 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
             for n in ("LifeRank", *EXTRA_K10)}
     quality = {n: np.mean([fr[1][n] for fr in res], axis=0) for n in res[0][1]}
     return {"means": means, "marks": marks, "fold_means": fold_means,
+            "se": se, "se_diff": se_diff, "pvalue": pvalue,
+            "n_queries": int(len(life)),
             "C": chosen, "gain": gain, "fits": fits, "quality": quality,
             "folds": list(folds), "svmrank_C_grid": list(SVMRANK_C)}
 
