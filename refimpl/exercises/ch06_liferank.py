@@ -59,8 +59,8 @@ def _residual_diagnose(fn):
         R = G - np.eye(k)
         off = R - np.diag(np.diag(R))
         wrong = [
-            ("you formed T T^T (n x n); the constraint is on the k x k Gram "
-             "matrix T^T T of the columns",
+            ("you formed T T^T (d x d); the constraint is on the d~ x d~ "
+             "Gram matrix T^T T of the columns",
              np.linalg.norm(T @ T.T - np.eye(n))),
             ("the identity is missing: that is ||T^T T||_F, not "
              "||T^T T - I||_F", np.linalg.norm(G)),
@@ -230,7 +230,7 @@ def check_liferank_gradient(fn, *, max_examples=40) -> CheckResult:
 # -- one damped multiplier step -----------------------------------------------
 
 def _constraint(T):
-    """c(T) in the paper's signs: t_i^T t_j off the diagonal, 1 - t_i^T t_i."""
+    """h(T) in the paper's signs: t_i^T t_j off the diagonal, 1 - t_i^T t_i."""
     C = T.T @ T
     np.fill_diagonal(C, 1.0 - np.diag(C))
     return C
@@ -291,48 +291,48 @@ def _bdmm_diagnose(fn):
         def grad_loss(v):
             return _loss_grad_naive(K, np.asarray(v, dtype=float))
 
-        record(T=T.copy(), w=w.copy(), A=A.copy(),
+        record(T=T.copy(), w=w.copy(), alpha=A.copy(),
                grad_loss="v -> K^T (-1/(1 + exp(K v))) / p", K=K.copy(),
-               lam=lam, lr=lr, mu=mu, expected=(T_ref, w_ref, A_ref))
+               lam=lam, lr=lr, c=mu, expected=(T_ref, w_ref, A_ref))
         out = fn(T.copy(), w.copy(), A.copy(), grad_loss, lam, lr, mu)
         record(got=out)
         if not (isinstance(out, (tuple, list)) and len(out) == 3):
-            return "return a triple (T_new, w_new, A_new)"
+            return "return a triple (T_new, w_new, alpha_new)"
         got = [np.asarray(a, dtype=float) for a in out]
         if [g.shape for g in got] != [T.shape, w.shape, A.shape]:
             return (f"shapes {[g.shape for g in got]}; expected T "
-                    f"{T.shape}, w {w.shape}, A {A.shape}")
+                    f"{T.shape}, w {w.shape}, alpha {A.shape}")
         if all(_close(g, r) for g, r in zip(got, (T_ref, w_ref, A_ref))):
             return None
         wrong = [
             ("wrong sign of the multiplier update: BDMM ascends in the "
-             "multipliers, A <- A + lr c(T), it does not descend",
+             "multipliers, alpha <- alpha + lr h(T), it does not descend",
              dict(ascent=False)),
             ("the multiplier step uses the constraint at the old T; the "
-             "book's (alternating) order evaluates c at the new T",
+             "book's (alternating) order evaluates h at the new T",
              dict(new_c=False)),
             ("the damping term is missing: the T-step's multipliers are "
-             "A + mu c(T), not A alone", dict(damp=0.0)),
+             "alpha + c h(T), not alpha alone", dict(damp=0.0)),
             ("the damping term has the wrong factor: the gradient of "
-             "(mu/2)||c||^2 adds mu c (not mu c / 2 or 2 mu c) to the "
+             "(c/2)||h||^2 adds c h (not c h / 2 or 2 c h) to the "
              "multipliers", dict(damp=0.5)),
             ("the damping term has the wrong factor: the gradient of "
-             "(mu/2)||c||^2 adds mu c (not mu c / 2 or 2 mu c) to the "
+             "(c/2)||h||^2 adds c h (not c h / 2 or 2 c h) to the "
              "multipliers", dict(damp=2.0)),
             ("you updated w first and used the new w in the T-step (the "
              "paper's listing read in sequence); the book's step takes T "
              "and w jointly from the same point", dict(sequential=True)),
             ("the diagonal constraints have the wrong sign: in the paper's "
-             "signs c_ii = 1 - t_i^T t_i (and c_ij = t_i^T t_j off it)",
+             "signs h_ii = 1 - t_i^T t_i (and h_ij = t_i^T t_j off it)",
              dict(flipped=True)),
-            ("you use c = T^T T - I: in the paper's signs the diagonal "
-             "entries are c_ii = 1 - t_i^T t_i (the off-diagonal t_i^T t_j "
+            ("you use h = T^T T - I: in the paper's signs the diagonal "
+             "entries are h_ii = 1 - t_i^T t_i (the off-diagonal t_i^T t_j "
              "agree)", dict(gram=True)),
             ("the multiplier step uses T^T T - I: in the paper's signs "
-             "the diagonal entries are c_ii = 1 - t_i^T t_i, as in the "
+             "the diagonal entries are h_ii = 1 - t_i^T t_i, as in the "
              "T-step", dict(gram_A=True)),
-            ("the constraint part of the T-gradient is T M with M = U + U^T "
-             "off the diagonal but M_ll = -2 U_ll on it (the paper's sign "
+            ("the constraint part of the T-gradient is T Lam(U) with Lam(U) = "
+             "U + U^T off the diagonal but Lam_ll = -2 U_ll on it (the paper's sign "
              "of the diagonal constraints); you used U + U^T everywhere",
              dict(sym_M=True)),
             ("the w-step misses the l2 term: the gradient in w is "
@@ -344,7 +344,7 @@ def _bdmm_diagnose(fn):
             lambda cand: all(_close(g, c) for g, c in zip(got, cand)))
         if named:
             return named
-        names = ("T_new", "w_new", "A_new")
+        names = ("T_new", "w_new", "alpha_new")
         bad = [nm for nm, g, r in zip(names, got, (T_ref, w_ref, A_ref))
                if not _close(g, r)]
         return (f"{', '.join(bad)} differ{'s' if len(bad) == 1 else ''} "
@@ -355,17 +355,18 @@ def _bdmm_diagnose(fn):
 def check_bdmm_step(fn, *, max_examples=40) -> CheckResult:
     """Check one damped multiplier (MDMM) step on LifeRank.
 
-    ``fn(T, w, A, grad_loss, lam, lr, mu) -> (T_new, w_new, A_new)`` where
-    ``grad_loss(v)`` is the gradient of the mean pairwise logistic loss at
-    ``v = T w`` and ``A`` holds the multipliers in the paper's signs
-    (``c_ij = t_i^T t_j`` off the diagonal, ``c_ii = 1 - t_i^T t_i``).  The
-    step is the book's: ``(T, w)`` jointly down the gradient of ``L +
-    (mu/2)||c||^2``, then ``A <- A + lr c(T_new)``.  Reference:
+    ``fn(T, w, alpha, grad_loss, lam, lr, c) -> (T_new, w_new, alpha_new)``
+    where ``grad_loss(v)`` is the gradient of the mean pairwise logistic
+    loss at ``v = T w`` and ``alpha`` holds the multipliers in the paper's
+    signs (``h_ij = t_i^T t_j`` off the diagonal, ``h_ii = 1 - t_i^T t_i``)
+    and ``c`` is the penalty weight.  The step is the book's: ``(T, w)``
+    jointly down the gradient of ``L + (c/2)||h||^2``, then ``alpha <-
+    alpha + lr h(T_new)``.  Reference:
     :func:`refimpl.solvers.bdmm` with ``max_iter=1``.  Recognised mistakes:
-    the sign of the multiplier step, ``c`` at the old ``T``, a missing or
+    the sign of the multiplier step, ``h`` at the old ``T``, a missing or
     mis-scaled damping term, ``w`` updated first (the sequential order),
-    the sign convention of the diagonal constraints (also ``c = T^T T -
-    I`` and ``M = U + U^T`` on the diagonal), a missing ``lam w``.
+    the sign convention of the diagonal constraints (also ``h = T^T T -
+    I`` and ``Lam = U + U^T`` on the diagonal), a missing ``lam w``.
 
     Derived in: book/06_liferank_bdmm.md#liferank
     """
