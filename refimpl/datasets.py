@@ -123,8 +123,11 @@ __all__ = [
 ENV_VAR = "REFIMPL_DATA"
 #: Name of the manifest written into every data set directory.
 MANIFEST = ".refimpl-letor.json"
-# Seconds to wait for the server to connect or send the next chunk.
+# Seconds to wait for the server to connect or send the next chunk; and a
+# transfer must deliver at least _MIN_BYTES in every _TIMEOUT seconds (a
+# server trickling one byte at a time would otherwise never time out).
 _TIMEOUT = 60
+_MIN_BYTES = 64 * 2**10
 _CHUNK = 1 << 20
 
 
@@ -331,7 +334,27 @@ REGISTRY: dict[str, LetorSource] = {
         layout="letor3",
         subdir="QueryLevelNorm",
         hash_source=(
-            "no hash is published; zip members are checked against their CRC-32"
+            "no hash is published; the sha256 of the five test sets and of "
+            "Fold1's validation set are those of the project's reference copy "
+            "of OHSUMED (its partitions S1-S5: S5 is Fold1's test set and S4 "
+            "its validation set, S1-S4 the test sets of Folds 2-5); zip "
+            "members are checked against their CRC-32.  The training sets "
+            "have no pinned hash, so the plain-http link is not used: "
+            "download the archive by hand and prepare_letor it"
+        ),
+        files=(
+            ("Fold1/testset.txt",
+             "526f9158b85fb9b6446f9c87e1ccc428f7e54d639800e108c091cb70706a88e6"),
+            ("Fold1/validationset.txt",
+             "49975c7319672e4fba82d00c69911b8514752bb2610077a5f432d7efc2fa5fc0"),
+            ("Fold2/testset.txt",
+             "77db6790a7023ed6d9bd2b9b2fa8528e1d82aa7e896863d3ed844f635870fbe2"),
+            ("Fold3/testset.txt",
+             "935539d33380570cdee765e38f8c2796cb4c04d01a50e50374e8bc7d45872571"),
+            ("Fold4/testset.txt",
+             "1d1ff784d9fdc4cd491a0d70fdd4dfb1adada943a0eb2e3954d74187158160da"),
+            ("Fold5/testset.txt",
+             "49975c7319672e4fba82d00c69911b8514752bb2610077a5f432d7efc2fa5fc0"),
         ),
         size_note="sizes not published",
         # estimated: 16,140 documents at ~700 bytes, five folds, three
@@ -1736,24 +1759,94 @@ def _quiet_pooch():
         logger.setLevel(level)
 
 
+class _Stalled(OSError):
+    """A transfer that delivers too little for too long."""
+
+
+def _downloader(progress: bool):
+    """A pooch downloader: streams ``url`` to ``output_file``, refusing a
+    transfer that stalls (fewer than :data:`_MIN_BYTES` in any
+    :data:`_TIMEOUT` seconds), not only one that goes silent."""
+    import requests
+
+    def download(url, output_file, pooch=None, check_only=False):
+        with requests.get(url, stream=True, timeout=_TIMEOUT) as response:
+            response.raise_for_status()
+            total = int(response.headers.get("content-length") or 0) or None
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=total, unit="B", unit_scale=True, ncols=79,
+                           file=sys.stderr)
+            opened = not hasattr(output_file, "write")
+            out = open(output_file, "w+b") if opened else output_file
+            try:
+                start, got = time.monotonic(), 0
+                # read1: what the socket has (at most one read), so that a
+                # trickle returns to this loop instead of filling a buffer
+                while chunk := response.raw.read1(_CHUNK, decode_content=True):
+                    out.write(chunk)
+                    got += len(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+                    if time.monotonic() - start >= _TIMEOUT:
+                        if got < _MIN_BYTES:
+                            raise _Stalled(
+                                f"the transfer stalled: {got} bytes in the "
+                                f"last {_TIMEOUT} s (at least {_MIN_BYTES} "
+                                "are expected); the server is too slow or "
+                                "stuck")
+                        start, got = time.monotonic(), 0
+            finally:
+                if opened:
+                    out.close()
+                if bar is not None:
+                    bar.close()
+
+    return download
+
+
+def _unpinned_http(source: LetorSource, url: str) -> str | None:
+    """Why ``url`` may not be used (plain http, nothing pinned), or None.
+
+    Over plain http what arrives can be changed on the way; only a pinned
+    hash (of the archive, or of every file the loader reads) tells."""
+    if not url.lower().startswith("http://") or source.archive_hash is not None:
+        return None
+    missing = sorted(set(source.split_files()) - set(dict(source.files)))
+    if not missing:
+        return None
+    return (
+        f"plain http, and REGISTRY pins no hash of {source.archive} or of "
+        f"every file it installs ({missing[0]} has none), so what the server "
+        "sends could not be told from a tampered copy; not downloaded"
+    )
+
+
 def _download(source: LetorSource, dest_dir: Path, progress: bool) -> tuple:
     """Download the archive from the first source that answers."""
     import pooch
     import requests
+    import urllib3
 
     errors = []
     for url in source.urls:
+        why = _unpinned_http(source, url)
+        if why is not None:
+            errors.append(f"  {url}: {why}")
+            continue
         if progress:
             print(f"Downloading {source.name} from {url}", file=sys.stderr)
-        downloader = pooch.HTTPDownloader(progressbar=progress, timeout=_TIMEOUT)
         try:
             with _quiet_pooch():
                 path = pooch.retrieve(
                     url, known_hash=None, fname=source.archive, path=dest_dir,
-                    downloader=downloader,
+                    downloader=_downloader(progress),
                 )
             return Path(path), url
-        except (requests.exceptions.RequestException, OSError) as exc:
+        except (requests.exceptions.RequestException,
+                urllib3.exceptions.HTTPError, OSError) as exc:
             errors.append(f"  {url}: {type(exc).__name__}: {exc}")
     raise DownloadError(
         f"could not download {source.name}; nothing was kept.  Tried:\n"

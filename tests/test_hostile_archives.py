@@ -234,7 +234,8 @@ def test_3_a_bomb_stops_at_the_bound_and_names_it(server, monkeypatch, tmp_path)
     server.routes["/x.zip"] = archive
     row = dataclasses.replace(
         REGISTRY["MSLR-WEB10K"], urls=(server.url + "/x.zip",),
-        archive_size=None, archive_hash=None, files=(),
+        archive_size=None, files=(),
+        archive_hash="sha256:" + hashlib.sha256(archive).hexdigest(),
     )
     monkeypatch.setitem(REGISTRY, "MSLR-WEB10K", row)
     monkeypatch.setenv("REFIMPL_UNPACK_LIMIT", "8M")
@@ -271,7 +272,7 @@ CHILD = textwrap.dedent("""
     import dataclasses, sys
     from refimpl import datasets
     row = dataclasses.replace(datasets.REGISTRY["MSLR-WEB10K"], urls=(sys.argv[1],),
-                              archive_size=None, archive_hash=None, files=())
+                              archive_size=None, archive_hash=sys.argv[3], files=())
     datasets.REGISTRY["MSLR-WEB10K"] = row
     datasets.fetch_letor("MSLR-WEB10K", data_home=sys.argv[2], progress=False)
 """)
@@ -285,7 +286,8 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
     server.routes["/x.zip"] = archive
     home = tmp_path / "home"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home)],
+        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home),
+         "sha256:" + hashlib.sha256(archive).hexdigest()],
         env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     try:
@@ -304,7 +306,8 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
         server.release()
     assert [p.name for p in home.glob(".MSLR-WEB10K.part-*")] == [parts[0].name]
     row = dataclasses.replace(REGISTRY["MSLR-WEB10K"], urls=(server.url + "/x.zip",),
-                              archive_size=None, archive_hash=None, files=())
+                              archive_size=None, files=(),
+                              archive_hash="sha256:" + hashlib.sha256(archive).hexdigest())
     monkeypatch.setitem(REGISTRY, "MSLR-WEB10K", row)
     server.stall = None
     path = fetch_letor("MSLR-WEB10K", data_home=home, progress=False)
@@ -316,11 +319,13 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
 def test_5_two_fetches_at_once_keep_each_others_work(server, tmp_path):
     """Each fetch's cleanup runs while the others download: none is removed."""
     files = fold_files()
-    server.routes["/x.zip"] = make_zip(files)
+    archive = make_zip(files)
+    server.routes["/x.zip"] = archive
     stall = server.stall = []
     home = tmp_path / "home"
     children = [subprocess.Popen(
-        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home)],
+        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home),
+         "sha256:" + hashlib.sha256(archive).hexdigest()],
         env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.PIPE)
         for _ in range(2)]
     try:
