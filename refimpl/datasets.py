@@ -685,7 +685,15 @@ def _find_existing(source: LetorSource, home: Path, explicit: bool) -> Path | No
         _check_manifest(base)
         return base
     if _unmanaged_complete(base, source):
-        return base
+        # a copy in the data home is made by a fetch, which writes the
+        # manifest last: without it, nothing says what was checked
+        raise DataError(
+            f"{base} holds {source.name}'s files but not the manifest "
+            f"{MANIFEST} that fetch_letor writes (the record of the sizes and "
+            "sha256 it checked): it was deleted, or the copy was not made by "
+            f"a fetch.  Delete {base} and fetch again; or, for a copy of your "
+            "own, read it from LETOR_HOME (or load_letor_fold's root=)"
+        )
     if os.path.lexists(base):
         raise DataError(
             f"{base} exists but does not hold a complete copy of {source.name} "
