@@ -32,8 +32,9 @@ keep working; nothing is ever written there.
 **Nothing half-done is ever taken for finished.**  Everything happens in a
 private temporary directory inside the data home: the download (pooch's
 temporary file), the checks (archive size and hash where published, the
-size and CRC-32 of every member, the sha256 of every extracted file whose
-hash is published), the unpacking, and a manifest recording every file's size and
+size and CRC-32 of every zip and RAR member, the checksums of a compressed
+tar stream read to its end, the sha256 of every extracted file whose hash is
+published, which a member nothing else checks must have), the unpacking, and a manifest recording every file's size and
 sha256.  Only then is the directory renamed to ``<data home>/<name>`` in one
 step (:func:`os.replace`).  A failure at any point removes the temporary
 directory, so a checksum mismatch (:class:`ChecksumError`) or an interrupted
@@ -46,12 +47,13 @@ directory and fetch again).
 **What an archive may contain.**  Zip, tar and RAR archives go through one
 unpacking loop that admits only regular files and
 directories under relative names.  A link (symbolic or hard), a device, a
-FIFO, an absolute name, a ``..`` component, a name that appears twice, or two
-names that differ only in case (one file on macOS and Windows) is refused
-with an :class:`UnsafeArchiveError` naming the archive and the member.  The
-loop writes every file itself (``O_EXCL | O_NOFOLLOW``, mode 0644) and checks
-the size and CRC-32 of the copy it wrote against the archive's header, never a
-path built from a member's name; then the unpacked tree is walked once more
+FIFO, an absolute name, a ``..`` component, a name that appears twice, two
+names that differ only in case (one file on macOS and Windows), a name
+nested more than 32 levels deep, or a member named like the manifest is
+refused with an :class:`UnsafeArchiveError` naming the archive and the
+member.  The loop writes every file itself (``O_EXCL | O_NOFOLLOW``, mode
+0644) and checks the size and CRC-32 of the copy it wrote against the
+archive's header where it has one, never a path built from a member's name; then the unpacked tree is walked once more
 (every entry a regular file or directory whose real path lies inside it)
 before anything reads it, and again before the final rename.
 
@@ -73,10 +75,16 @@ system tool decompresses every member, in archive order, to a pipe:
 ``bsdtar`` (libarchive; Debian/Ubuntu package ``libarchive-tools``, listed in
 the repository's ``apt.txt`` for Binder; built into macOS), else ``unrar`` or
 ``7z``.  The stream is cut by the sizes in the headers; so no tool ever
-creates a file, whatever the archive says.  Zip (MSLR, OHSUMED) and tar
-archives are read with :mod:`zipfile` and :mod:`tarfile` (tar in stream
-mode, so that a bomb stops at the bound rather than being decompressed
-first).
+creates a file, whatever the archive says.  Zip archives (MSLR, OHSUMED)
+are read with :mod:`zipfile`.  Tar archives are parsed here, not by
+:mod:`tarfile` (which reads a long-name or pax header's declared size into
+memory first): every header's checksum is checked and every declared size
+bounded before it is read, and a gzip, bzip2 or xz stream is read to its end
+so that its checksums are verified (see :func:`_verified_stream`).
+
+**Downloads** go over https, or over plain http only when a hash of what
+they bring is pinned; a transfer delivering fewer than 64 KiB in a minute
+is abandoned (:class:`DownloadError`).
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
