@@ -560,3 +560,68 @@ def test_hostile_tar(extras, bomb, mq2008, tmp_path):
 @given(extras=st.lists(_extra, max_size=3), bomb=st.booleans())
 def test_hostile_rar(extras, bomb, mq2008, tmp_path):
     _run_hostile("rar", extras, bomb, tmp_path)
+
+
+# --------------------------------------------------------------------------
+# Issue 34: header bombs, corrupt compressed streams, checksum-less members
+# --------------------------------------------------------------------------
+
+
+def _meta_header(typ: bytes, size: int) -> bytes:
+    """A GNU long-name/long-link or pax header declaring ``size`` bytes."""
+    h = bytearray(512)
+    h[:13] = b"././@LongLink"
+    h[100:108] = b"0000644\x00"
+    h[124:136] = (b"\x80" + size.to_bytes(11, "big") if size >= 8**11
+                  else b"%011o\x00" % size)
+    h[156:157] = typ
+    h[257:265] = b"ustar  \x00"
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\x00 " % sum(h)
+    return bytes(h)
+
+
+_COMPRESS = {
+    "x.tar.gz": lambda b: zlib.compress(b, wbits=31),
+    "x.tar.bz2": __import__("bz2").compress,
+    "x.tar.xz": __import__("lzma").compress,
+    "x.tar": lambda b: b,
+}
+
+
+@_hostile
+@given(fmt=st.sampled_from(sorted(_COMPRESS)),
+       extras=st.lists(_extra, max_size=2),
+       bomb=st.one_of(st.none(), st.tuples(st.sampled_from([b"L", b"K", b"x", b"g"]),
+                                           st.sampled_from([2**16 + 1, 2**29, 2**40]))),
+       flip=st.one_of(st.none(), st.floats(0, 1, exclude_max=True)))
+def test_hostile_tar_streams(fmt, extras, bomb, flip, mq2008, tmp_path):
+    """Header bombs, corrupted streams and checksum-less (plain tar) members
+    on top of the hostile entries: refused, or exactly the good files."""
+    root, home, _ = _hostile_case("tar", extras, False, tmp_path)
+    entries = mq_entries() + [
+        (n.replace("/ABS", str(root / "outside")), d.replace(
+            b"OUTSIDE", str(root / "outside").encode()), k) for n, d, k in extras]
+    raw = bytearray(tar(entries, mode="w"))
+    if bomb is not None:  # before the last member: its name or content
+        at = raw.rindex(tar([entries[-1]], mode="w")[:100])
+        raw[at:at] = _meta_header(*bomb) + bytes(512)
+    data = bytearray(_COMPRESS[fmt](bytes(raw)))
+    if flip is not None:
+        data[int(flip * len(data))] ^= 0x10
+    archive = root / fmt
+    archive.write_bytes(bytes(data))
+    before = snapshot(root)
+    try:
+        path = prepare_letor("MQ2008", archive, data_home=home, unpack_limit=1 << 19)
+    except DataError:
+        path = None
+    after = snapshot(root)
+    assert ({k: v for k, v in after.items() if not k.startswith("home")}
+            == {k: v for k, v in before.items() if not k.startswith("home")})
+    if path is None:
+        assert os.listdir(home) == []
+        return
+    assert bomb is None and fmt != "x.tar"  # a bomb or no checksum: refused
+    for name, content, _ in mq_entries():
+        assert (home / name).read_bytes() == content
