@@ -518,17 +518,23 @@ def _hostile_case(fmt, extras, bomb, tmp_path):
     return root, home, archive
 
 
-def _run_hostile(fmt, extras, bomb, tmp_path):
-    root, home, archive = _hostile_case(fmt, extras, bomb, tmp_path)
+def _prepare_hostile(root, home, archive):
+    """prepare_letor's result (None if refused); nothing outside the data
+    home changed either way."""
     before = snapshot(root)
     try:
         path = prepare_letor("MQ2008", archive, data_home=home, unpack_limit=1 << 19)
     except DataError:
         path = None
     after = snapshot(root)
-    # nothing outside the data home changed
     outside = {k: v for k, v in after.items() if not k.startswith("home")}
     assert outside == {k: v for k, v in before.items() if not k.startswith("home")}
+    return path, after
+
+
+def _run_hostile(fmt, extras, bomb, tmp_path):
+    root, home, archive = _hostile_case(fmt, extras, bomb, tmp_path)
+    path, after = _prepare_hostile(root, home, archive)
     if path is None:
         assert os.listdir(home) == []  # no data set, no partial directory
         return
@@ -611,14 +617,7 @@ def test_hostile_tar_streams(fmt, extras, bomb, flip, mq2008, tmp_path):
         data[int(flip * len(data))] ^= 0x10
     archive = root / fmt
     archive.write_bytes(bytes(data))
-    before = snapshot(root)
-    try:
-        path = prepare_letor("MQ2008", archive, data_home=home, unpack_limit=1 << 19)
-    except DataError:
-        path = None
-    after = snapshot(root)
-    assert ({k: v for k, v in after.items() if not k.startswith("home")}
-            == {k: v for k, v in before.items() if not k.startswith("home")})
+    path, _ = _prepare_hostile(root, home, archive)
     if path is None:
         assert os.listdir(home) == []
         return
