@@ -1879,8 +1879,11 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True,
     fetched copy (checked against the file sizes in its manifest) or, unless
     ``data_home`` is given, a complete copy under ``LETOR_HOME``.  Otherwise
     the archive is downloaded from the first source in :data:`REGISTRY` that
-    answers, checked (size and hash where published), unpacked, its files
-    checked (sha256 where published, CRC-32 of RAR members), and moved into
+    answers (a plain-http link only if a hash of what it brings is pinned),
+    checked (size and hash where published), unpacked, its files checked
+    (sha256 where published; CRC-32 of zip and RAR members; the checksums of
+    a compressed tar stream; a member nothing checks must have a pinned
+    sha256), and moved into
     ``<data home>/<name>`` in one rename; see the module docstring.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
@@ -1920,13 +1923,17 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True,
         The data set is absent and ``download`` is False, or it can only be
         obtained by hand; the message says where to get it.
     DownloadError
-        No source could be downloaded (every URL and error is listed).
+        No source could be downloaded (every URL and error is listed: a
+        server that stops answering or delivers fewer than 64 KiB in a
+        minute, a plain-http link without a pinned hash).
     ChecksumError
         A size or hash differs from the published one; the message names the
         file, the expected and the actual value.
     UnsafeArchiveError
         The archive holds a link, a device, an absolute or ``..`` name, a
-        duplicate name or two names that differ only in case.
+        duplicate name, two names that differ only in case, a name nested
+        too deep or named like the manifest, or a tar header that is
+        damaged or declares an extended header over 64 KiB.
     UnpackLimitError
         The archive expands beyond ``unpack_limit``.
 
