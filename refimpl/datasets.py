@@ -32,8 +32,9 @@ keep working; nothing is ever written there.
 **Nothing half-done is ever taken for finished.**  Everything happens in a
 private temporary directory inside the data home: the download (pooch's
 temporary file), the checks (archive size and hash where published, the
-size and CRC-32 of every member, the sha256 of every extracted file whose
-hash is published), the unpacking, and a manifest recording every file's size and
+size and CRC-32 of every zip and RAR member, the checksums of a compressed
+tar stream read to its end, the sha256 of every extracted file whose hash is
+published, which a member nothing else checks must have), the unpacking, and a manifest recording every file's size and
 sha256.  Only then is the directory renamed to ``<data home>/<name>`` in one
 step (:func:`os.replace`).  A failure at any point removes the temporary
 directory, so a checksum mismatch (:class:`ChecksumError`) or an interrupted
@@ -46,12 +47,13 @@ directory and fetch again).
 **What an archive may contain.**  Zip, tar and RAR archives go through one
 unpacking loop that admits only regular files and
 directories under relative names.  A link (symbolic or hard), a device, a
-FIFO, an absolute name, a ``..`` component, a name that appears twice, or two
-names that differ only in case (one file on macOS and Windows) is refused
-with an :class:`UnsafeArchiveError` naming the archive and the member.  The
-loop writes every file itself (``O_EXCL | O_NOFOLLOW``, mode 0644) and checks
-the size and CRC-32 of the copy it wrote against the archive's header, never a
-path built from a member's name; then the unpacked tree is walked once more
+FIFO, an absolute name, a ``..`` component, a name that appears twice, two
+names that differ only in case (one file on macOS and Windows), a name
+nested more than 32 levels deep, or a member named like the manifest is
+refused with an :class:`UnsafeArchiveError` naming the archive and the
+member.  The loop writes every file itself (``O_EXCL | O_NOFOLLOW``, mode
+0644) and checks the size and CRC-32 of the copy it wrote against the
+archive's header where it has one, never a path built from a member's name; then the unpacked tree is walked once more
 (every entry a regular file or directory whose real path lies inside it)
 before anything reads it, and again before the final rename.
 
@@ -73,25 +75,32 @@ system tool decompresses every member, in archive order, to a pipe:
 ``bsdtar`` (libarchive; Debian/Ubuntu package ``libarchive-tools``, listed in
 the repository's ``apt.txt`` for Binder; built into macOS), else ``unrar`` or
 ``7z``.  The stream is cut by the sizes in the headers; so no tool ever
-creates a file, whatever the archive says.  Zip (MSLR, OHSUMED) and tar
-archives are read with :mod:`zipfile` and :mod:`tarfile` (tar in stream
-mode, so that a bomb stops at the bound rather than being decompressed
-first).
+creates a file, whatever the archive says.  Zip archives (MSLR, OHSUMED)
+are read with :mod:`zipfile`.  Tar archives are parsed here, not by
+:mod:`tarfile` (which reads a long-name or pax header's declared size into
+memory first): every header's checksum is checked and every declared size
+bounded before it is read, and a gzip, bzip2 or xz stream is read to its end
+so that its checksums are verified (see :func:`_verified_stream`).
+
+**Downloads** go over https, or over plain http only when a hash of what
+they bring is pinned; a transfer delivering fewer than 64 KiB in a minute
+is abandoned (:class:`DownloadError`).
 
 Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 """
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import logging
+import lzma
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import unicodedata
@@ -122,8 +131,11 @@ __all__ = [
 ENV_VAR = "REFIMPL_DATA"
 #: Name of the manifest written into every data set directory.
 MANIFEST = ".refimpl-letor.json"
-# Seconds to wait for the server to connect or send the next chunk.
+# Seconds to wait for the server to connect or send the next chunk; and a
+# transfer must deliver at least _MIN_BYTES in every _TIMEOUT seconds (a
+# server trickling one byte at a time would otherwise never time out).
 _TIMEOUT = 60
+_MIN_BYTES = 64 * 2**10
 _CHUNK = 1 << 20
 
 
@@ -330,7 +342,27 @@ REGISTRY: dict[str, LetorSource] = {
         layout="letor3",
         subdir="QueryLevelNorm",
         hash_source=(
-            "no hash is published; zip members are checked against their CRC-32"
+            "no hash is published; the sha256 of the five test sets and of "
+            "Fold1's validation set are those of the project's reference copy "
+            "of OHSUMED (its partitions S1-S5: S5 is Fold1's test set and S4 "
+            "its validation set, S1-S4 the test sets of Folds 2-5); zip "
+            "members are checked against their CRC-32.  The training sets "
+            "have no pinned hash, so the plain-http link is not used: "
+            "download the archive by hand and prepare_letor it"
+        ),
+        files=(
+            ("Fold1/testset.txt",
+             "526f9158b85fb9b6446f9c87e1ccc428f7e54d639800e108c091cb70706a88e6"),
+            ("Fold1/validationset.txt",
+             "49975c7319672e4fba82d00c69911b8514752bb2610077a5f432d7efc2fa5fc0"),
+            ("Fold2/testset.txt",
+             "77db6790a7023ed6d9bd2b9b2fa8528e1d82aa7e896863d3ed844f635870fbe2"),
+            ("Fold3/testset.txt",
+             "935539d33380570cdee765e38f8c2796cb4c04d01a50e50374e8bc7d45872571"),
+            ("Fold4/testset.txt",
+             "1d1ff784d9fdc4cd491a0d70fdd4dfb1adada943a0eb2e3954d74187158160da"),
+            ("Fold5/testset.txt",
+             "49975c7319672e4fba82d00c69911b8514752bb2610077a5f432d7efc2fa5fc0"),
         ),
         size_note="sizes not published",
         # estimated: 16,140 documents at ~700 bytes, five folds, three
@@ -570,8 +602,9 @@ def _unmanaged_complete(base: Path, source: LetorSource) -> bool:
 
 
 # What a manifest must hold to be trusted: relative names without "..",
-# sizes that fit a file system.
-_REL_NAME = r"(?!/)(?!(?:.*/)?\.\.(?:/|$))[^\x00\\]+"
+# control characters or backslashes (checked with re.fullmatch by the
+# schema, and part by part by _check_manifest), sizes that fit a file system.
+_REL_NAME = r"(?!/)(?!(?:[^/]*/)*\.\.?(?:/|$))[^\x00-\x1f\x7f\\]+"
 _MANIFEST_SCHEMA = js.record(
     required={
         "name": js.string(),
@@ -593,26 +626,55 @@ _MANIFEST_SCHEMA = js.record(
 )
 
 
+def _damaged(base: Path, why) -> DataError:
+    # the manifest is the only record of what was checked: nothing can
+    # rebuild it short of unpacking the archive again
+    return DataError(
+        f"the manifest {MANIFEST} of the fetched data set is damaged: {why}; "
+        f"delete {base} and fetch it again (or prepare_letor it again)"
+    )
+
+
 def _check_manifest(base: Path) -> None:
-    """Compare the files of a fetched data set with its manifest's sizes."""
+    """Compare the files of a fetched data set with its manifest's sizes.
+
+    The manifest must be a regular file (not a link, a FIFO, a directory);
+    every name in it a plain relative name; every file it lists a regular
+    file inside ``base`` of the recorded size.
+    """
     path = base / MANIFEST
     try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise _damaged(base, f"{path} is missing") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode)
+                else _io._kind_of(st.st_mode))
+        raise _damaged(base, f"{path} is {kind}, not a regular file")
+    try:
         record = js.read_json(path, _MANIFEST_SCHEMA)
-    except (js.MalformedFileError, FileNotFoundError) as exc:
-        # the manifest is the only record of what was checked: nothing can
-        # rebuild it short of unpacking the archive again
-        raise DataError(
-            f"the manifest of the fetched data set is damaged: {exc}; delete "
-            f"{base} and fetch it again (or prepare_letor it again)"
-        ) from None
+    except (js.MalformedFileError, OSError) as exc:
+        raise _damaged(base, exc) from None
+    real = os.path.realpath(base)
     for rel, info in record["files"].items():
-        path = base / rel
-        if not path.is_file():
+        parts = rel.split("/")
+        if (re.fullmatch(_REL_NAME, rel) is None
+                or any(p in ("", ".", "..") for p in parts)):
+            raise _damaged(base, f"it lists {rel!r}, not a name inside the "
+                           "data set")
+        path = base.joinpath(*parts)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if (st is None or not stat.S_ISREG(st.st_mode)
+                or not os.path.realpath(path).startswith(real + os.sep)):
             raise DataError(
-                f"{path} is missing from the fetched data set {base}; delete "
-                f"{base} and fetch it again"
+                f"{path} is missing from the fetched data set {base} (or is "
+                f"not a regular file inside it); delete {base} and fetch it "
+                "again"
             )
-        size = path.stat().st_size
+        size = st.st_size
         if size != info["size"]:
             raise DataError(
                 f"{path} has {size} bytes but had {info['size']} when fetched; "
@@ -622,12 +684,25 @@ def _check_manifest(base: Path) -> None:
 
 def _find_existing(source: LetorSource, home: Path, explicit: bool) -> Path | None:
     base = home / source.name
-    if (base / MANIFEST).is_file():
+    if os.path.lexists(base) and not base.is_dir():
+        raise DataError(
+            f"{base} is {_what_is(base)}, not a directory holding "
+            f"{source.name}; remove it, then fetch again"
+        )
+    if os.path.lexists(base / MANIFEST):
         _check_manifest(base)
         return base
     if _unmanaged_complete(base, source):
-        return base
-    if base.exists():
+        # a copy in the data home is made by a fetch, which writes the
+        # manifest last: without it, nothing says what was checked
+        raise DataError(
+            f"{base} holds {source.name}'s files but not the manifest "
+            f"{MANIFEST} that fetch_letor writes (the record of the sizes and "
+            "sha256 it checked): it was deleted, or the copy was not made by "
+            f"a fetch.  Delete {base} and fetch again; or, for a copy of your "
+            "own, read it from LETOR_HOME (or load_letor_fold's root=)"
+        )
+    if os.path.lexists(base):
         raise DataError(
             f"{base} exists but does not hold a complete copy of {source.name} "
             f"(expected {', '.join(source.split_files()[:3])}, ... for "
@@ -639,6 +714,34 @@ def _find_existing(source: LetorSource, home: Path, explicit: bool) -> Path | No
         if _unmanaged_complete(other, source):
             return other
     return None
+
+
+def _what_is(path: Path) -> str:
+    """What is at ``path``, in words ("a regular file", "a dangling ...")."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(st.st_mode):
+        if not os.path.exists(path):
+            return f"a dangling symbolic link (to {os.readlink(path)!r})"
+        return f"a symbolic link to {_io._kind_of(os.stat(path).st_mode)}"
+    return _io._kind_of(st.st_mode)
+
+
+def _ensure_home(home: Path) -> None:
+    """Create the data home, or say clearly why it cannot be."""
+    if os.path.lexists(home) and not home.is_dir():
+        raise DataError(
+            f"the data home {home} is {_what_is(home)}, not a directory; "
+            f"give another data_home= (or {ENV_VAR}), or remove it"
+        )
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(
+            f"cannot create the data home {home}: {exc.strerror or exc}"
+        ) from None
 
 
 def _looked_in(source: LetorSource, home: Path, explicit: bool) -> str:
@@ -660,14 +763,6 @@ def _by_hand(source: LetorSource) -> str:
 # --------------------------------------------------------------------------
 # Hashes
 # --------------------------------------------------------------------------
-
-
-def _crc32(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 def _check_archive(source: LetorSource, archive: Path, origin: str) -> str:
@@ -703,6 +798,11 @@ DEFAULT_UNPACK_LIMIT = 64 * 2**30
 # Far more members than any data set has (MSLR: 15 files); a bound so that
 # an archive of millions of empty files is refused too.
 _MAX_MEMBERS = 100_000
+# Far deeper and longer than any data set's names; bounds so that a member
+# nested thousands of levels deep is refused by name, not by a recursion
+# error in pathlib or shutil.
+_MAX_DEPTH = 32
+_MAX_NAME = 4096
 
 # The tools decompress to their standard output, one member after the
 # other in archive order; this module splits the stream by the sizes in the
@@ -808,6 +908,9 @@ class _Member:
     size: int            # declared size of a file
     crc: int | None      # declared CRC-32, where the format has one
     open: object = None  # () -> a binary file object of the content
+    # what checks the content, where no CRC-32 is declared (a compressed
+    # stream's checksum); None: nothing, a pinned sha256 must
+    verified: str | None = None
 
 
 def _refuse(origin: str, name, why: str):
@@ -818,7 +921,7 @@ def _refuse(origin: str, name, why: str):
 
 
 def _zip_members(archive: Path, origin: str):
-    with zipfile.ZipFile(archive) as zf:
+    with _io.open_regular(archive) as f, zipfile.ZipFile(f) as zf:
         for info in zf.infolist():
             # the Unix file type sits in the high 16 bits when a Unix zip
             # wrote the member; zipfile would write a link's target as a file
@@ -833,25 +936,6 @@ def _zip_members(archive: Path, origin: str):
                 kind = "file"
             yield _Member(info.filename, kind, info.file_size, info.CRC,
                           lambda info=info: zf.open(info))
-
-
-def _tar_members(archive: Path, origin: str):
-    # stream mode: members are checked and written as the archive is read,
-    # so a bomb stops at the bound instead of being decompressed first
-    with tarfile.open(archive, "r|*") as tf:
-        for ti in tf:
-            if ti.isreg():
-                kind = "file"
-            elif ti.isdir():
-                kind = "dir"
-            elif ti.issym():
-                kind = f"a symbolic link (to {ti.linkname!r})"
-            elif ti.islnk():
-                kind = f"a hard link (to {ti.linkname!r})"
-            else:
-                kind = "a device or FIFO"
-            yield _Member(ti.name, kind, ti.size, None,
-                          lambda ti=ti: tf.extractfile(ti))
 
 
 def _type_name(ftype: int) -> str:
@@ -890,6 +974,8 @@ def _rar_members(archive: Path, origin: str):
             infos = rf.infolist()
     except (rarfile.Error, OSError, EOFError) as exc:
         raise DataError(f"{origin}: not a readable RAR archive ({exc})") from exc
+    # a RAR5 member may omit its CRC-32 (then m.CRC is None): unchecked,
+    # so it must have a pinned sha256 (see _unchecked_files)
     members = [_Member(m.filename, _rar_kind(m), m.file_size, m.CRC) for m in infos]
     # Types and names are refused before any tool runs.
     for m in members:
@@ -953,20 +1039,358 @@ class _Exact:
         pass
 
 
+# --------------------------------------------------------------------------
+# Tar, read without trusting its headers
+# --------------------------------------------------------------------------
+
+# tarfile reads a GNU long-name ("L", "K") or pax ("x", "g") header's
+# declared size into memory before the member it describes is seen, and its
+# stream reader never checks the gzip trailer; so tar archives are parsed
+# here, 512-byte header by header, every declared size bounded before a byte
+# of it is read, and the compressed stream verified to its end.
+
+_BLOCK = 512
+#: The most bytes one long name, long link or pax header may declare
+#: (a path is at most 4 KiB on Linux; pax records of a real archive are a
+#: few hundred bytes).
+_TAR_META_CAP = 64 * 2**10
+#: The most bytes of such headers one archive may hold in all.
+_TAR_META_TOTAL = 64 * 2**20
+#: The most zero bytes after the end-of-archive marker (GNU tar pads the
+#: last record to 10 KiB; some writers use larger records).
+_TAR_TRAILER = 2**20
+# Compressed input fed to a decompressor at a time: deflate expands at most
+# 1032:1, so a gzip step yields at most ~16 MiB; bzip2 and xz are asked for
+# at most _CHUNK bytes per step.
+_FEED = 16 * 2**10
+_MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+
+_TAR_KINDS = {
+    b"0": "file", b"\x00": "file", b"7": "file", b"5": "dir",
+    b"1": "a hard link", b"2": "a symbolic link", b"3": "a character device",
+    b"4": "a block device", b"6": "a FIFO",
+    b"V": "a GNU volume header (a tape label, not a file)",
+    b"D": "a GNU dump directory (a listing for incremental backups)",
+    b"M": "a GNU multi-volume continuation (part of a file split across "
+          "archives)",
+    b"S": "a GNU sparse file",
+    b"N": "an old GNU long-name record",
+}
+_TAR_META = {b"L": "GNU long-name", b"K": "GNU long-link", b"x": "pax",
+             b"X": "pax (Solaris)", b"g": "pax global"}
+
+
+def _corrupt(origin: str, fmt: str, why: str) -> ChecksumError:
+    return ChecksumError(
+        f"{origin}: the {fmt} stream {why}; the archive is damaged or "
+        "incomplete, so nothing was kept"
+    )
+
+
+def _decompressor(fmt: str):
+    if fmt == "gzip":
+        # 16 + MAX_WBITS: a gzip member, its header CRC (if any), CRC-32 and
+        # length (ISIZE) trailer checked by zlib at the member's end
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if fmt == "bzip2":
+        return bz2.BZ2Decompressor()  # block and stream CRCs
+    return lzma.LZMADecompressor(lzma.FORMAT_XZ)  # the stream's check
+
+
+def _verified_stream(f, origin: str):
+    """The decompressed bytes of the archive file ``f``, in chunks.
+
+    gzip, bzip2 and xz are told by their first bytes; anything else is read
+    as plain tar.  A compressed stream is read to its very end, so that its
+    checksums (gzip: CRC-32 and length of every member; bzip2: block and
+    stream CRCs; xz: the check of every stream, which must not be "none")
+    are verified before the generator ends: a damaged stream raises
+    :class:`ChecksumError` after its last chunk, never ends quietly.
+    Concatenated members (``cat a.gz b.gz``) are read as one stream, as
+    ``gzip -d`` does; anything else after the last one is refused.
+    The first item yielded is the format (``"tar"`` when plain).
+    """
+    data = f.read(_FEED)
+    fmt = next((k for k, m in _MAGIC.items() if data.startswith(m)), None)
+    yield fmt or "tar"
+    if fmt is None:
+        while data:
+            yield data
+            data = f.read(_CHUNK)
+        return
+    while True:  # one member (gzip) or stream (bzip2, xz) per turn
+        d = _decompressor(fmt)
+        while not d.eof:
+            feed = b""
+            if fmt == "gzip" or d.needs_input:
+                feed, data = data or f.read(_FEED), b""
+                if not feed:
+                    raise _corrupt(origin, fmt, "ends before its end marker "
+                                   "(the file is truncated)")
+            try:
+                out = (d.decompress(feed) if fmt == "gzip"
+                       else d.decompress(feed, _CHUNK))
+            except (zlib.error, OSError, EOFError, lzma.LZMAError) as exc:
+                raise _corrupt(origin, fmt, f"is corrupt ({exc})") from None
+            if out:
+                yield out
+        if fmt == "xz" and d.check in (lzma.CHECK_NONE, lzma.CHECK_UNKNOWN):
+            raise _corrupt(origin, fmt, "has no integrity check (xz --check="
+                           "none), so a damaged copy cannot be told from a "
+                           "good one")
+        data = d.unused_data
+        magic = _MAGIC[fmt]
+        while len(data) < len(magic) and (more := f.read(_FEED)):
+            data += more
+        if not data:
+            return
+        if not data.startswith(magic):
+            raise _corrupt(origin, fmt, "is followed by bytes that are not "
+                           "another compressed stream")
+
+
+class _Reader:
+    """Exact reads from a generator of chunks."""
+
+    def __init__(self, chunks):
+        self.chunks, self.buf, self.pos, self.offset = chunks, b"", 0, 0
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes; fewer only at the end of the stream."""
+        out = []
+        while n > 0:
+            if self.pos >= len(self.buf):
+                self.buf, self.pos = next(self.chunks, b""), 0
+                if not self.buf:
+                    break
+            piece = self.buf[self.pos:self.pos + n]
+            self.pos += len(piece)
+            n -= len(piece)
+            out.append(piece)
+        data = b"".join(out)
+        self.offset += len(data)
+        return data
+
+    def skip(self, n: int) -> int:
+        """Discard up to ``n`` bytes; return how many were there."""
+        done = 0
+        while done < n and (chunk := self.read(min(_CHUNK, n - done))):
+            done += len(chunk)
+        return done
+
+
+class _Slice:
+    """The next ``size`` bytes of a tar stream, as a file object."""
+
+    def __init__(self, reader, size, short):
+        self.reader, self.left, self.short = reader, size, short
+
+    def read(self, n):
+        if not self.left:
+            return b""
+        chunk = self.reader.read(min(n, self.left))
+        if not chunk:
+            self.short()
+        self.left -= len(chunk)
+        return chunk
+
+    def close(self):
+        pass
+
+
+def _tar_number(field: bytes, what: str, bad) -> int:
+    """An octal or base-256 (GNU) number field of a tar header."""
+    if field[:1] == b"\x80":
+        return int.from_bytes(field[1:], "big")
+    if field[:1] == b"\xff":
+        raise bad(f"a negative {what} (base-256)")
+    text = field.split(b"\x00", 1)[0].strip(b" ")
+    if not text:
+        return 0
+    if not re.fullmatch(rb"[0-7]+", text):
+        raise bad(f"a {what} field that is not an octal number ({text[:20]!r})")
+    return int(text, 8)
+
+
+def _tar_text(raw: bytes) -> str:
+    return raw.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _pax_records(data: bytes, bad) -> dict:
+    """The ``key=value`` records of a pax header (POSIX ``"%d %s=%s\\n"``)."""
+    records, pos = {}, 0
+    while pos < len(data):
+        if not data[pos:].strip(b"\x00"):
+            break  # zero padding after the last record
+        m = re.match(rb"([0-9]{1,6}) ", data[pos:pos + 8])
+        length = int(m.group(1)) if m else 0
+        record = data[pos:pos + length]
+        if (m is None or length <= len(m.group(0)) or len(record) != length
+                or not record.endswith(b"\n") or b"=" not in record):
+            raise bad(f"a malformed pax record at byte {pos}")
+        key, _, value = record[len(m.group(0)):-1].partition(b"=")
+        records[key.decode("utf-8", "surrogateescape")] = value.decode(
+            "utf-8", "surrogateescape")
+        pos += length
+    return records
+
+
+def _tar_members(archive: Path, origin: str):
+    with _io.open_regular(archive) as f:
+        chunks = _verified_stream(f, origin)
+        fmt = next(chunks)
+        verified = None if fmt == "tar" else f"the {fmt} stream's checksum"
+        yield from _tar_entries(_Reader(chunks), origin, verified)
+
+
+def _tar_entries(reader: _Reader, origin: str, verified):
+    """The members of a tar stream; every header checked before it is used."""
+    meta_total = headers = 0
+    pending = {}  # what L, K and x headers say about the next member
+    while True:
+        at = reader.offset
+        block = reader.read(_BLOCK)
+        if len(block) < _BLOCK:
+            raise DataError(
+                f"{origin}: the tar stream ends at byte {reader.offset} without "
+                "its end-of-archive marker (the archive is truncated); nothing "
+                "was kept")
+        if not block.strip(b"\x00"):
+            if pending:
+                raise DataError(f"{origin}: the tar stream ends after an "
+                                "extended header, before its member")
+            _tar_trailer(reader, origin)
+            return
+        headers += 1
+        if headers > 4 * _MAX_MEMBERS:
+            raise UnpackLimitError(
+                f"{origin}: more than {4 * _MAX_MEMBERS} tar headers; no data "
+                "set has that many, so nothing was kept")
+        name = _tar_text(block[:100])
+
+        def bad(why, name=name, at=at):
+            return UnsafeArchiveError(
+                f"{origin}: the tar header of member {name!r} (at byte {at} of "
+                f"the unpacked stream) has {why}; nothing was kept")
+
+        stored = _tar_number(block[148:156], "checksum", bad)
+        unsigned = sum(block[:148]) + 8 * 32 + sum(block[156:])
+        signed = unsigned - 256 * sum(b > 127 for b in block[:148] + block[156:])
+        if stored not in (unsigned, signed):
+            raise bad(f"a wrong checksum ({stored}, its bytes sum to "
+                      f"{unsigned}): it is damaged or not a tar header")
+        typ = block[156:157]
+        size = _tar_number(block[124:136], "size", bad)
+        if typ in _TAR_META:
+            if size > _TAR_META_CAP:
+                raise UnsafeArchiveError(
+                    f"{origin}: member {name!r} is a {_TAR_META[typ]} header "
+                    f"that declares {size} bytes; at most {_TAR_META_CAP} are "
+                    "read (a name or a set of pax records is never that long), "
+                    "so nothing was kept")
+            meta_total += size
+            if meta_total > _TAR_META_TOTAL:
+                raise UnsafeArchiveError(
+                    f"{origin}: more than {_TAR_META_TOTAL} bytes of extended "
+                    f"headers (at member {name!r}); nothing was kept")
+            data = reader.read(size)
+            if len(data) < size or reader.skip(-size % _BLOCK) < -size % _BLOCK:
+                raise DataError(f"{origin}: the tar stream ends inside the "
+                                f"extended header {name!r}")
+            if typ == b"L":
+                pending["path"] = _tar_text(data)
+            elif typ == b"K":
+                pending["linkpath"] = _tar_text(data)
+            else:
+                records = _pax_records(data, bad)
+                if typ == b"g":
+                    # applied to every later member by other readers:
+                    # refused where it would change a name, type or size
+                    if set(records) & {"path", "linkpath", "size"} or any(
+                            k.startswith("GNU.sparse") for k in records):
+                        raise bad("a pax global header that sets "
+                                  f"{sorted(records)} for every later member")
+                else:
+                    pending.update(records)
+            continue
+        if block[257:263] == b"ustar\x00" and block[345:500].strip(b"\x00"):
+            name = _tar_text(block[345:500]) + "/" + name  # POSIX prefix
+        linkname = _tar_text(block[157:257])
+        name = pending.get("path", name)
+        linkname = pending.get("linkpath", linkname)
+        if "size" in pending:
+            if not re.fullmatch(r"[0-9]{1,20}", pending["size"]):
+                raise bad(f"a pax size {pending['size'][:30]!r}")
+            size = int(pending["size"])
+        sparse = any(k.startswith("GNU.sparse") for k in pending)
+        pending = {}
+        kind = _TAR_KINDS.get(typ, f"of unknown tar type {typ!r}")
+        if typ == b"\x00" and name.endswith("/"):
+            kind = "dir"  # old tar: a directory is a file named "x/"
+        if sparse:
+            kind = "a GNU sparse file"
+        if kind == "dir" and size:
+            kind = f"a directory header that declares {size} bytes of content"
+        elif kind in ("a hard link", "a symbolic link"):
+            kind = f"{kind} (to {linkname!r})"
+        if kind != "file":
+            yield _Member(name, kind, 0, None)
+            continue
+
+        def short(name=name):
+            raise DataError(f"{origin}: the tar stream ends inside member "
+                            f"{name!r} (the archive is truncated); nothing was "
+                            "kept")
+
+        content = _Slice(reader, size, short)
+        yield _Member(name, kind, size, None, lambda c=content: c, verified)
+        # whatever the loop did not read, and the padding to the next header
+        left = content.left + -size % _BLOCK
+        if reader.skip(left) < left:
+            short()
+
+
+def _tar_trailer(reader: _Reader, origin: str) -> None:
+    """After the end-of-archive block: zeros only, to the end of the stream
+    (which also completes the check of a compressed stream)."""
+    total = 0
+    while chunk := reader.read(_CHUNK):
+        total += len(chunk)
+        if chunk.strip(b"\x00"):
+            raise UnsafeArchiveError(
+                f"{origin}: data follows the tar end-of-archive marker; what "
+                "it holds would be skipped unseen, so nothing was kept")
+        if total > _TAR_TRAILER:
+            raise UnsafeArchiveError(
+                f"{origin}: more than {_TAR_TRAILER} bytes of padding follow "
+                "the tar end-of-archive marker; nothing was kept")
+
+
 def _member_parts(name: str, origin: str) -> list:
     """The path components of a member name, or an UnsafeArchiveError."""
     text = name.replace("\\", "/")
     if "\x00" in text:
         raise _refuse(origin, name, "has a NUL character in its name")
+    if len(text) > _MAX_NAME:
+        raise _refuse(origin, name[:200] + "...", f"has a name of {len(text)} "
+                      f"characters (at most {_MAX_NAME})")
     if text.startswith("/") or re.match(r"[A-Za-z]:", text):
         raise _refuse(origin, name, "has an absolute name")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise _refuse(origin, name, "has a '..' component")
+    if len(parts) > _MAX_DEPTH:
+        raise _refuse(origin, name, f"is nested {len(parts)} levels deep (at "
+                      f"most {_MAX_DEPTH}; no data set goes deeper than 4)")
+    if any(_fold([p]) == _fold([MANIFEST]) for p in parts):
+        # the manifest records what was checked: it is written by refimpl
+        # after the checks, never taken from an archive
+        raise _refuse(origin, name, f"bears the name of refimpl's manifest "
+                      f"{MANIFEST}")
     return parts
 
 
-def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> None:
+def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> list:
     """Unpack ``archive`` into the empty directory ``dest``: the one path for all
     formats.
 
@@ -974,11 +1398,16 @@ def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> 
     written, each file by this function (``O_EXCL | O_NOFOLLOW``, mode 0644)
     while counting its bytes against ``limit`` and its CRC-32 against the
     header; every other member is refused (:class:`UnsafeArchiveError`).
+
+    Returns the paths written whose content nothing checked (members of a
+    plain tar, RAR5 members without a CRC-32): each must have a pinned
+    sha256 if it is installed.
     """
     bound, where = limit
     members = {"zip": _zip_members, "tar": _tar_members, "rar": _rar_members}[kind]
     seen = {}  # folded path -> [spelling, is_dir, declared]
     total = count = 0
+    unchecked = []
     try:
         for m in members(archive, origin):
             count += 1
@@ -1003,7 +1432,9 @@ def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> 
                 raise _over(origin, m.name, total + m.size, bound, where)
             path.parent.mkdir(parents=True, exist_ok=True)
             total = _write_member(m, path, origin, total, bound, where)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error,
+            if m.crc is None and m.verified is None:
+                unchecked.append(path)
+    except (zipfile.BadZipFile, EOFError, zlib.error,
             RuntimeError, NotImplementedError) as exc:
         raise DataError(
             f"{origin}: cannot unpack the {kind} archive ({exc}); if it was "
@@ -1013,6 +1444,7 @@ def _unpack(archive: Path, dest: Path, kind: str, origin: str, limit: tuple) -> 
         raise DataError(
             f"{origin}: cannot unpack the {kind} archive ({exc})"
         ) from exc
+    return unchecked
 
 
 def _fold(parts) -> str:
@@ -1145,8 +1577,40 @@ def _arrange(root: Path, final: Path, source: LetorSource) -> None:
         os.replace(root, final)
 
 
-def _verify_and_record(final: Path, source: LetorSource, archive_info: dict) -> None:
-    """Check published sha256s, then write the manifest (the last step)."""
+def _installed_names(paths: list, root: Path, source: LetorSource) -> list:
+    """Where the unpacked ``paths`` land in the data set (``_arrange``), as
+    names relative to it; paths left behind (outside ``root``) are dropped."""
+    names = []
+    for p in paths:
+        try:
+            rel = p.relative_to(root).as_posix()
+        except ValueError:
+            continue  # not installed
+        if source.layout == "single":
+            if rel not in ("train.txt", "vali.txt", "test.txt"):
+                continue
+            rel = f"Fold1/{rel}"
+        names.append(rel)
+    return names
+
+
+def _verify_and_record(final: Path, source: LetorSource, archive_info: dict,
+                       unchecked: list = (), kind: str = "") -> None:
+    """Check published sha256s, then write the manifest (the last step).
+
+    ``unchecked``: installed files whose content no checksum of the archive
+    covers; each must have a pinned sha256 in ``source.files``.
+    """
+    pinned = dict(source.files)
+    for rel in sorted(unchecked):
+        if rel not in pinned:
+            raise ChecksumError(
+                f"{archive_info['archive']}: member {rel} has no checksum in "
+                f"the {kind} archive (a plain tar, or a RAR5 member without "
+                f"CRC-32) and REGISTRY pins no sha256 for it, so a damaged "
+                "copy could not be told from a good one; nothing was kept.  "
+                "Use the archive as distributed (compressed), or pin its files"
+            )
     files = {}
     for rel, _ in source.files:
         path = final / rel
@@ -1188,7 +1652,9 @@ def _lock(directory: Path):
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return None
-    fd = os.open(directory, os.O_RDONLY)
+    # O_NONBLOCK | O_DIRECTORY: a FIFO planted under the name is refused at
+    # once instead of blocking the open forever
+    fd = _io.open_directory(directory)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -1214,9 +1680,11 @@ def _remove_stale(home: Path, name: str) -> list:
         p for p in home.glob(f".{name}.init-*") if _mtime(p) < young]
     for p in candidates:
         try:
+            if not stat.S_ISDIR(os.lstat(p).st_mode):
+                continue  # not a fetch's directory (a file, link, FIFO): left alone
             fd = _lock(p)
         except OSError:
-            continue  # locked: a live fetch (or not a directory)
+            continue  # locked: a live fetch (or gone meanwhile)
         try:
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
@@ -1240,7 +1708,7 @@ def _workdir(home: Path, name: str):
     Partial directories left by killed fetches are removed first (see
     :func:`_remove_stale`).
     """
-    home.mkdir(parents=True, exist_ok=True)
+    _ensure_home(home)
     _remove_stale(home, name)
     init = Path(tempfile.mkdtemp(prefix=f".{name}.init-", dir=home))
     try:
@@ -1265,19 +1733,22 @@ def _install(source: LetorSource, archive: Path, kind: str, home: Path,
     """Unpack, check and move ``archive`` into ``home/<name>``, atomically."""
     extracted = work / "extracted"
     extracted.mkdir()
-    _unpack(archive, extracted, kind, origin, limit)
+    unchecked = _unpack(archive, extracted, kind, origin, limit)
     _check_tree(extracted, origin)
     root = _locate_root(extracted, source, origin)
     final = work / "final"
     _arrange(root, final, source)
-    _verify_and_record(final, source, archive_info)
+    # a pinned archive hash (checked by _check_archive) covers every member
+    installed = ([] if source.archive_hash is not None
+                 else _installed_names(unchecked, root, source))
+    _verify_and_record(final, source, archive_info, installed, kind)
     _check_tree(final, origin)
     target = home / source.name
     try:
         os.replace(final, target)
     except OSError:
         # Another process finished the same data set first: keep its copy.
-        if (target / MANIFEST).is_file():
+        if os.path.lexists(target / MANIFEST):
             _check_manifest(target)
             return target
         raise
@@ -1304,24 +1775,94 @@ def _quiet_pooch():
         logger.setLevel(level)
 
 
+class _Stalled(OSError):
+    """A transfer that delivers too little for too long."""
+
+
+def _downloader(progress: bool):
+    """A pooch downloader: streams ``url`` to ``output_file``, refusing a
+    transfer that stalls (fewer than :data:`_MIN_BYTES` in any
+    :data:`_TIMEOUT` seconds), not only one that goes silent."""
+    import requests
+
+    def download(url, output_file, pooch=None, check_only=False):
+        with requests.get(url, stream=True, timeout=_TIMEOUT) as response:
+            response.raise_for_status()
+            total = int(response.headers.get("content-length") or 0) or None
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=total, unit="B", unit_scale=True, ncols=79,
+                           file=sys.stderr)
+            opened = not hasattr(output_file, "write")
+            out = open(output_file, "w+b") if opened else output_file
+            try:
+                start, got = time.monotonic(), 0
+                # read1: what the socket has (at most one read), so that a
+                # trickle returns to this loop instead of filling a buffer
+                while chunk := response.raw.read1(_CHUNK, decode_content=True):
+                    out.write(chunk)
+                    got += len(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+                    if time.monotonic() - start >= _TIMEOUT:
+                        if got < _MIN_BYTES:
+                            raise _Stalled(
+                                f"the transfer stalled: {got} bytes in the "
+                                f"last {_TIMEOUT} s (at least {_MIN_BYTES} "
+                                "are expected); the server is too slow or "
+                                "stuck")
+                        start, got = time.monotonic(), 0
+            finally:
+                if opened:
+                    out.close()
+                if bar is not None:
+                    bar.close()
+
+    return download
+
+
+def _unpinned_http(source: LetorSource, url: str) -> str | None:
+    """Why ``url`` may not be used (plain http, nothing pinned), or None.
+
+    Over plain http what arrives can be changed on the way; only a pinned
+    hash (of the archive, or of every file the loader reads) tells."""
+    if not url.lower().startswith("http://") or source.archive_hash is not None:
+        return None
+    missing = sorted(set(source.split_files()) - set(dict(source.files)))
+    if not missing:
+        return None
+    return (
+        f"plain http, and REGISTRY pins no hash of {source.archive} or of "
+        f"every file it installs ({missing[0]} has none), so what the server "
+        "sends could not be told from a tampered copy; not downloaded"
+    )
+
+
 def _download(source: LetorSource, dest_dir: Path, progress: bool) -> tuple:
     """Download the archive from the first source that answers."""
     import pooch
     import requests
+    import urllib3
 
     errors = []
     for url in source.urls:
+        why = _unpinned_http(source, url)
+        if why is not None:
+            errors.append(f"  {url}: {why}")
+            continue
         if progress:
             print(f"Downloading {source.name} from {url}", file=sys.stderr)
-        downloader = pooch.HTTPDownloader(progressbar=progress, timeout=_TIMEOUT)
         try:
             with _quiet_pooch():
                 path = pooch.retrieve(
                     url, known_hash=None, fname=source.archive, path=dest_dir,
-                    downloader=downloader,
+                    downloader=_downloader(progress),
                 )
             return Path(path), url
-        except (requests.exceptions.RequestException, OSError) as exc:
+        except (requests.exceptions.RequestException,
+                urllib3.exceptions.HTTPError, OSError) as exc:
             errors.append(f"  {url}: {type(exc).__name__}: {exc}")
     raise DownloadError(
         f"could not download {source.name}; nothing was kept.  Tried:\n"
@@ -1338,8 +1879,11 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True,
     fetched copy (checked against the file sizes in its manifest) or, unless
     ``data_home`` is given, a complete copy under ``LETOR_HOME``.  Otherwise
     the archive is downloaded from the first source in :data:`REGISTRY` that
-    answers, checked (size and hash where published), unpacked, its files
-    checked (sha256 where published, CRC-32 of RAR members), and moved into
+    answers (a plain-http link only if a hash of what it brings is pinned),
+    checked (size and hash where published), unpacked, its files checked
+    (sha256 where published; CRC-32 of zip and RAR members; the checksums of
+    a compressed tar stream; a member nothing checks must have a pinned
+    sha256), and moved into
     ``<data home>/<name>`` in one rename; see the module docstring.
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
@@ -1379,13 +1923,17 @@ def fetch_letor(name, *, data_home=None, download=True, progress=True,
         The data set is absent and ``download`` is False, or it can only be
         obtained by hand; the message says where to get it.
     DownloadError
-        No source could be downloaded (every URL and error is listed).
+        No source could be downloaded (every URL and error is listed: a
+        server that stops answering or delivers fewer than 64 KiB in a
+        minute, a plain-http link without a pinned hash).
     ChecksumError
         A size or hash differs from the published one; the message names the
         file, the expected and the actual value.
     UnsafeArchiveError
         The archive holds a link, a device, an absolute or ``..`` name, a
-        duplicate name or two names that differ only in case.
+        duplicate name, two names that differ only in case, a name nested
+        too deep or named like the manifest, or a tar header that is
+        damaged or declares an extended header over 64 KiB.
     UnpackLimitError
         The archive expands beyond ``unpack_limit``.
 
@@ -1465,15 +2013,19 @@ def prepare_letor(name, archive_path, *, data_home=None, unpack_limit=None) -> P
     """
     source = _source(name)
     archive = Path(os.fspath(archive_path)).expanduser()
-    if not archive.is_file():
+    try:
+        _io.open_regular(archive).close()  # a FIFO is refused, never read
+    except FileNotFoundError:
         raise DatasetNotFoundError(
             f"archive not found: {archive}.  {_by_hand(source)}."
-        )
+        ) from None
     home = _home(data_home)
     target = home / source.name
-    if target.exists():
+    if os.path.lexists(target):
+        what = "" if target.is_dir() else f" (as {_what_is(target)})"
         raise DataError(
-            f"{target} already exists; remove it first to unpack {archive} again"
+            f"{target} already exists{what}; remove it first to unpack "
+            f"{archive} again"
         )
     try:
         kind = _archive_kind(archive.name)

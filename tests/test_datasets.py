@@ -196,6 +196,16 @@ def server(monkeypatch):
     s.stop()
 
 
+@pytest.fixture
+def unpinned_http_ok(monkeypatch):
+    """Let the test server's plain-http links be used without a pinned hash.
+
+    A plain-http link is refused unless REGISTRY pins a hash of what it
+    serves (``test_archive_registry.py`` checks that); the tests using this
+    fixture check what happens after the download."""
+    monkeypatch.setattr(datasets, "_unpinned_http", lambda source, url: None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     """No LETOR_HOME, REFIMPL_DATA, user cache or outside host leaks in."""
@@ -333,7 +343,8 @@ def test_interrupted_transfer_keeps_nothing_and_a_retry_succeeds(
     assert_loads(path, files)
 
 
-def test_dead_link_lists_every_url_and_the_manual_route(server, monkeypatch, tmp_path):
+def test_dead_link_lists_every_url_and_the_manual_route(server, monkeypatch, tmp_path,
+                                                       unpinned_http_ok):
     row = dataclasses.replace(
         REGISTRY["OHSUMED"],
         urls=(server.url + "/gone.zip", server.url + "/also-gone.zip"),
@@ -348,7 +359,8 @@ def test_dead_link_lists_every_url_and_the_manual_route(server, monkeypatch, tmp
     assert entries(tmp_path / "h") == []
 
 
-def test_link_serving_a_web_page_is_an_unpacking_error(server, monkeypatch, tmp_path):
+def test_link_serving_a_web_page_is_an_unpacking_error(server, monkeypatch, tmp_path,
+                                                       unpinned_http_ok):
     server.routes["/OHSUMED.zip"] = b"<html>This page has moved</html>"
     row = dataclasses.replace(
         REGISTRY["OHSUMED"], urls=(server.url + "/OHSUMED.zip",)
@@ -359,7 +371,8 @@ def test_link_serving_a_web_page_is_an_unpacking_error(server, monkeypatch, tmp_
     assert entries(tmp_path / "h") == []
 
 
-def test_letor3_archive_keeps_the_named_version(server, monkeypatch, tmp_path):
+def test_letor3_archive_keeps_the_named_version(server, monkeypatch, tmp_path,
+                                                unpinned_http_ok):
     """OHSUMED ships several versions; the QueryLevelNorm one is kept."""
     names = ("trainingset.txt", "validationset.txt", "testset.txt")
     files = fold_files(names)
@@ -367,7 +380,7 @@ def test_letor3_archive_keeps_the_named_version(server, monkeypatch, tmp_path):
     content.update({f"OHSUMED/Feature-min/{k}": b"junk\n" for k in files})
     server.routes["/OHSUMED.zip"] = make_zip(content)
     row = dataclasses.replace(
-        REGISTRY["OHSUMED"], urls=(server.url + "/OHSUMED.zip",)
+        REGISTRY["OHSUMED"], urls=(server.url + "/OHSUMED.zip",), files=(),
     )
     monkeypatch.setitem(REGISTRY, "OHSUMED", row)
     path = fetch_letor("OHSUMED", data_home=tmp_path / "h", progress=False)
@@ -527,7 +540,7 @@ def mq_rar_content() -> dict:
 
 
 @pytest.fixture
-def mq_rar(server, monkeypatch):
+def mq_rar(server, monkeypatch, unpinned_http_ok):
     archive = make_rar(mq_rar_content())
     server.routes["/MQ2008.rar"] = archive
     row = dataclasses.replace(
@@ -569,7 +582,8 @@ def test_rar_member_crc_is_checked(mq_rar, server, tmp_path):
 
 
 @needs_bsdtar
-def test_rar_partition_hash_is_checked(server, monkeypatch, tmp_path):
+def test_rar_partition_hash_is_checked(server, monkeypatch, tmp_path,
+                                      unpinned_http_ok):
     archive = make_rar(mq_rar_content())
     server.routes["/MQ2008.rar"] = archive
     row = dataclasses.replace(

@@ -234,7 +234,8 @@ def test_3_a_bomb_stops_at_the_bound_and_names_it(server, monkeypatch, tmp_path)
     server.routes["/x.zip"] = archive
     row = dataclasses.replace(
         REGISTRY["MSLR-WEB10K"], urls=(server.url + "/x.zip",),
-        archive_size=None, archive_hash=None, files=(),
+        archive_size=None, files=(),
+        archive_hash="sha256:" + hashlib.sha256(archive).hexdigest(),
     )
     monkeypatch.setitem(REGISTRY, "MSLR-WEB10K", row)
     monkeypatch.setenv("REFIMPL_UNPACK_LIMIT", "8M")
@@ -271,7 +272,7 @@ CHILD = textwrap.dedent("""
     import dataclasses, sys
     from refimpl import datasets
     row = dataclasses.replace(datasets.REGISTRY["MSLR-WEB10K"], urls=(sys.argv[1],),
-                              archive_size=None, archive_hash=None, files=())
+                              archive_size=None, archive_hash=sys.argv[3], files=())
     datasets.REGISTRY["MSLR-WEB10K"] = row
     datasets.fetch_letor("MSLR-WEB10K", data_home=sys.argv[2], progress=False)
 """)
@@ -285,7 +286,8 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
     server.routes["/x.zip"] = archive
     home = tmp_path / "home"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home)],
+        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home),
+         "sha256:" + hashlib.sha256(archive).hexdigest()],
         env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     try:
@@ -304,7 +306,8 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
         server.release()
     assert [p.name for p in home.glob(".MSLR-WEB10K.part-*")] == [parts[0].name]
     row = dataclasses.replace(REGISTRY["MSLR-WEB10K"], urls=(server.url + "/x.zip",),
-                              archive_size=None, archive_hash=None, files=())
+                              archive_size=None, files=(),
+                              archive_hash="sha256:" + hashlib.sha256(archive).hexdigest())
     monkeypatch.setitem(REGISTRY, "MSLR-WEB10K", row)
     server.stall = None
     path = fetch_letor("MSLR-WEB10K", data_home=home, progress=False)
@@ -316,11 +319,13 @@ def test_5_a_killed_download_is_cleaned_up_by_the_next_fetch(server, monkeypatch
 def test_5_two_fetches_at_once_keep_each_others_work(server, tmp_path):
     """Each fetch's cleanup runs while the others download: none is removed."""
     files = fold_files()
-    server.routes["/x.zip"] = make_zip(files)
+    archive = make_zip(files)
+    server.routes["/x.zip"] = archive
     stall = server.stall = []
     home = tmp_path / "home"
     children = [subprocess.Popen(
-        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home)],
+        [sys.executable, "-c", CHILD, server.url + "/x.zip", str(home),
+         "sha256:" + hashlib.sha256(archive).hexdigest()],
         env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.PIPE)
         for _ in range(2)]
     try:
@@ -513,17 +518,23 @@ def _hostile_case(fmt, extras, bomb, tmp_path):
     return root, home, archive
 
 
-def _run_hostile(fmt, extras, bomb, tmp_path):
-    root, home, archive = _hostile_case(fmt, extras, bomb, tmp_path)
+def _prepare_hostile(root, home, archive):
+    """prepare_letor's result (None if refused); nothing outside the data
+    home changed either way."""
     before = snapshot(root)
     try:
         path = prepare_letor("MQ2008", archive, data_home=home, unpack_limit=1 << 19)
     except DataError:
         path = None
     after = snapshot(root)
-    # nothing outside the data home changed
     outside = {k: v for k, v in after.items() if not k.startswith("home")}
     assert outside == {k: v for k, v in before.items() if not k.startswith("home")}
+    return path, after
+
+
+def _run_hostile(fmt, extras, bomb, tmp_path):
+    root, home, archive = _hostile_case(fmt, extras, bomb, tmp_path)
+    path, after = _prepare_hostile(root, home, archive)
     if path is None:
         assert os.listdir(home) == []  # no data set, no partial directory
         return
@@ -555,3 +566,61 @@ def test_hostile_tar(extras, bomb, mq2008, tmp_path):
 @given(extras=st.lists(_extra, max_size=3), bomb=st.booleans())
 def test_hostile_rar(extras, bomb, mq2008, tmp_path):
     _run_hostile("rar", extras, bomb, tmp_path)
+
+
+# --------------------------------------------------------------------------
+# Issue 34: header bombs, corrupt compressed streams, checksum-less members
+# --------------------------------------------------------------------------
+
+
+def _meta_header(typ: bytes, size: int) -> bytes:
+    """A GNU long-name/long-link or pax header declaring ``size`` bytes."""
+    h = bytearray(512)
+    h[:13] = b"././@LongLink"
+    h[100:108] = b"0000644\x00"
+    h[124:136] = (b"\x80" + size.to_bytes(11, "big") if size >= 8**11
+                  else b"%011o\x00" % size)
+    h[156:157] = typ
+    h[257:265] = b"ustar  \x00"
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\x00 " % sum(h)
+    return bytes(h)
+
+
+_COMPRESS = {
+    "x.tar.gz": lambda b: zlib.compress(b, wbits=31),
+    "x.tar.bz2": __import__("bz2").compress,
+    "x.tar.xz": __import__("lzma").compress,
+    "x.tar": lambda b: b,
+}
+
+
+@_hostile
+@given(fmt=st.sampled_from(sorted(_COMPRESS)),
+       extras=st.lists(_extra, max_size=2),
+       bomb=st.one_of(st.none(), st.tuples(st.sampled_from([b"L", b"K", b"x", b"g"]),
+                                           st.sampled_from([2**16 + 1, 2**29, 2**40]))),
+       flip=st.one_of(st.none(), st.floats(0, 1, exclude_max=True)))
+def test_hostile_tar_streams(fmt, extras, bomb, flip, mq2008, tmp_path):
+    """Header bombs, corrupted streams and checksum-less (plain tar) members
+    on top of the hostile entries: refused, or exactly the good files."""
+    root, home, _ = _hostile_case("tar", extras, False, tmp_path)
+    entries = mq_entries() + [
+        (n.replace("/ABS", str(root / "outside")), d.replace(
+            b"OUTSIDE", str(root / "outside").encode()), k) for n, d, k in extras]
+    raw = bytearray(tar(entries, mode="w"))
+    if bomb is not None:  # before the last member: its name or content
+        at = raw.rindex(tar([entries[-1]], mode="w")[:100])
+        raw[at:at] = _meta_header(*bomb) + bytes(512)
+    data = bytearray(_COMPRESS[fmt](bytes(raw)))
+    if flip is not None:
+        data[int(flip * len(data))] ^= 0x10
+    archive = root / fmt
+    archive.write_bytes(bytes(data))
+    path, _ = _prepare_hostile(root, home, archive)
+    if path is None:
+        assert os.listdir(home) == []
+        return
+    assert bomb is None and fmt != "x.tar"  # a bomb or no checksum: refused
+    for name, content, _ in mq_entries():
+        assert (home / name).read_bytes() == content
