@@ -165,3 +165,26 @@ def test_seed_gains_seed_zero_matches_the_tables(tables, toy_root):
     want = [g[0] for g in tables["gain"]["SVMrank|10"]]
     np.testing.assert_allclose(out["gain"][0], want, atol=1e-12)
     np.testing.assert_allclose(out["life"] - out["original"], out["gain"])
+
+
+def test_standard_errors_and_pvalues_agree_with_the_marks(tables):
+    """``se``, ``se_diff`` and ``pvalue`` (what the case study's plots of
+    differences and its Holm correction read) agree with the pooled
+    per-query values and with the paper-style marks."""
+    keys = set(tables["means"])
+    assert set(tables["se"]) == set(tables["se_diff"]) == set(tables["pvalue"]) == keys
+    assert tables["n_queries"] >= 2
+    for key in keys:
+        se, se_d, pv = (np.asarray(tables[f][key], dtype=float)
+                        for f in ("se", "se_diff", "pvalue"))
+        assert se.shape == se_d.shape == pv.shape == (11,), key
+        assert np.all(se >= 0) and np.all(se_d >= 0), key
+        assert np.all((pv >= 0) & (pv <= 1)), key
+        marks = tables["marks"][key]
+        for j in range(11):
+            # a mark is drawn exactly when p < 0.05; the filled ones at 0.01
+            assert (marks[j] != " ") == (pv[j] < 0.05), (key, j)
+            if marks[j] in "▲▼":
+                assert pv[j] < 0.01, (key, j)
+        if "|LifeRank|" in key:
+            assert np.all(se_d == 0) and np.all(pv == 1), key
