@@ -51,6 +51,9 @@ POSITIVE = _Interval(Real, 0, None, closed="neither")
 NONNEGATIVE = _Interval(Real, 0, None, closed="left")
 REAL = _Interval(Real, None, None, closed="neither")
 COUNT = _Interval(Integral, 1, None, closed="left")
+#: An iteration budget: any count the solvers' compiled loops hold in an
+#: int64 (``max_iter=10**9`` means "until the stopping test holds").
+ITERATIONS = _Interval(Integral, 1, np.iinfo(np.int64).max, closed="both")
 NONNEG_INT = _Interval(Integral, 0, None, closed="left")
 SEED = [NONNEG_INT, None, np.random.Generator, np.random.SeedSequence]
 

@@ -28,6 +28,7 @@ from .._validation import (
 from ..losses.logistic import logistic_pair_bytes
 from ._base import (
     COUNT,
+    ITERATIONS,
     NONNEG_INT,
     NONNEGATIVE,
     POSITIVE,
@@ -312,7 +313,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         "C": [POSITIVE],
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "random_state": SEED,
         "memory": [None, str, HasMethods(["cache"])],
     }

@@ -19,7 +19,7 @@ from ..solvers.fenchelrank import (
     fenchelrank,
 )
 from ._base import (
-    COUNT,
+    ITERATIONS,
     POSITIVE,
     _LinearRanker,
     options,
@@ -117,7 +117,7 @@ class FenchelRank(_LinearRanker):
     _parameter_constraints: ClassVar[dict] = {
         "r": [POSITIVE],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "step": options(STEPS),
         "backend": options(BACKENDS),
         "line_search": options(LINESEARCHES),

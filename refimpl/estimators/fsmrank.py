@@ -27,6 +27,7 @@ from ..penalties import NonNegWeightedL1
 from ..solvers.apg import apg
 from ._base import (
     COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
     _LinearRanker,
@@ -201,7 +202,7 @@ class FSMRank(_LinearRanker):
         "similarity": options(_SIMILARITIES),
         "psd": options(PSD_MODES),
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "stop": options(FSMRANK_STOPS),
         "L0": [POSITIVE, None],
         "backend": options(BACKENDS),
@@ -408,7 +409,7 @@ class FSMSVM(_TwoStage):
         "lambda2": [NONNEGATIVE],
         "C": [POSITIVE],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
     }
 
     def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,

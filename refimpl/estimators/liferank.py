@@ -35,6 +35,7 @@ from ..solvers.liferank import CONSTRAINTS, liferank_solve
 from ..solvers.stiefel import RETRACTIONS, orthonormality_error, stiefel_retraction
 from ._base import (
     COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
     SEED,
@@ -161,7 +162,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         "n_components": [COUNT],
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "constraint": options(CONSTRAINTS),
         "lr_multiplier": [POSITIVE, None],
         "damping": [NONNEGATIVE],

@@ -14,7 +14,7 @@ from ..pairs import PAIR_SETS
 from ..solvers._finite import safe_norm
 from ..solvers.tron import tron
 from ._base import (
-    COUNT,
+    ITERATIONS,
     POSITIVE,
     _LinearRanker,
     _check_at_most,
@@ -104,7 +104,7 @@ class RankSVM(_LinearRanker):
         "C": [POSITIVE],
         "loss": [StrOptions({"l2"})],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "backend": options(BACKENDS),
         "tree_method": options(TREE_METHODS),
         "pairs": options(PAIR_SETS),

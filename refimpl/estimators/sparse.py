@@ -26,7 +26,7 @@ from ..solvers.apg import LINE_SEARCHES, RESTARTS, apg, lipschitz_constant
 from ..solvers.prox_newton import prox_newton
 from ..solvers.reweighted import reweighted_l1
 from ._base import (
-    COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
     _Interval,
@@ -220,11 +220,11 @@ class SparseRankSVM(_LinearRanker):
         "p": [_Interval(Real, 0, 1, closed="neither")],
         "a": [_Interval(Real, 2, None, closed="neither")],
         "lam": [POSITIVE, None],
-        "max_outer": [COUNT],
+        "max_outer": [ITERATIONS],
         "tol_outer": [NONNEGATIVE],
         "warm_start": ["boolean"],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "line_search": options(LINE_SEARCHES),
         "accelerated": ["boolean"],
         "restart": options(RESTARTS),
