@@ -11,7 +11,7 @@ from .._validation import check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
-from ._base import (ITERATIONS, POSITIVE, MemoryEstimate, _LinearRanker,
+from ._base import (ITERATIONS, POSITIVE, WEIGHT_RANGE, MemoryEstimate, _LinearRanker,
                     _on_all_columns, _warn_empty)
 
 __all__ = ["HingeRankSVM"]
@@ -97,6 +97,7 @@ class HingeRankSVM(_LinearRanker):
     Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
     """
 
+    _extreme_ranges: ClassVar[dict] = {"C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "C": [POSITIVE],
         "tol": [POSITIVE],
@@ -138,7 +139,9 @@ class HingeRankSVM(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+        problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem, stacklevel=4)
 
     def _fit(self, problem, stacklevel=3):
         """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
