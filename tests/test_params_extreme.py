@@ -22,7 +22,7 @@ INT64_MAX = np.iinfo(np.int64).max
 
 def tiny():
     d = make_synthetic_letor(n_queries=6, docs_per_query=(4, 8), n_informative=3,
-                             n_redundant=2, n_noise=3, seed=0)
+                             n_redundant=2, n_noise=7, seed=0)
     return d.X, d.y, d.qid
 
 
@@ -52,7 +52,7 @@ def test_hinge_ranksvm_tiny_C_is_the_first_plane(C):
 def test_hinge_ranksvm_subnormal_C_is_refused_naming_C():
     X, y, qid = tiny()
     with pytest.raises(ParameterError, match=r"The 'C' parameter of HingeRankSVM "
-                                             r"must be a float in the range \[2\.2e-308"):
+                                             r"must be a float in the range \[\d\.\de-30\d, inf\)"):
         HingeRankSVM(C=5e-324).fit(X, y, qid)
 
 
@@ -105,3 +105,112 @@ def test_max_iter_beyond_int64_refused_by_the_constraint(name, value):
                        match=rf"^The 'max_iter' parameter of {name} must be an int "
                              rf"in the range \[1, {INT64_MAX}\]\. Got {value} instead"):
         cls(max_iter=value).fit(X, y, qid)
+
+
+# --------------------------------------------------------------------------
+# An overflow on features of normal scale names the parameter
+# --------------------------------------------------------------------------
+
+def _fit_error(est, y=None):
+    X, y0, qid = tiny()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ParameterError) as info:
+            est.fit(X, y0 if y is None else y, qid)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda E: E.RankSVM(C=1e300), "C"),
+    (lambda E: E.SparseRankSVM(C=1.7e308), "C"),
+    (lambda E: E.HingeRankSVM(C=1.7e308), "C"),
+    (lambda E: E.FSMRank(lambda1=1.7e308), "lambda1"),
+    (lambda E: E.FSMRank(lambda2=1.7e308), "lambda2"),
+    (lambda E: E.FSMRank(L0=1e-300), "L0"),
+    (lambda E: E.FSMRank(L0=5e-324), "L0"),
+    (lambda E: E.FenchelRank(r=5e-324), "r"),
+    (lambda E: E.FenchelRank(r=1e-300), "r"),
+    (lambda E: E.FenchelRank(r=1e300), "r"),
+    (lambda E: E.LifeRank(lam=1e8), "lam"),
+    (lambda E: E.LifeRank(lam=1.7e308), "lam"),
+    (lambda E: E.LifeRank(damping=1e300), "damping"),
+    (lambda E: E.LifeRankPipeline(lam=1e8), "lam"),
+    (lambda E: E.LifeRankPipeline(C=1e300), "C"),
+])
+def test_extreme_weight_is_named_not_the_features(make, name):
+    """These raised NonFiniteError / DivergenceError blaming the feature scale
+    (|X| <= 1 here), a DataError about penalty weights, or ZeroDivisionError."""
+    import refimpl.estimators as E
+
+    message = _fit_error(make(E))
+    assert message.startswith(f"The '{name}' parameter of ")
+    assert "must be in the range" in message
+    assert "Likely cause: the scale of the features" not in message
+
+
+def test_liferank_huge_lr_blames_the_step():
+    from refimpl.estimators import LifeRank
+    from refimpl.exceptions import NonFiniteError
+
+    X, y, qid = tiny()
+    with pytest.raises(NonFiniteError, match=r"the cause is the step: lower lr") as info:
+        LifeRank(lr=1e300).fit(X, y, qid)
+    assert "scale of the features" not in str(info.value)
+
+
+@pytest.mark.parametrize("penalty", ["l1", "log"])
+def test_penalty_path_extreme_C_names_C(penalty):
+    """l1 raised ValueError("gmap_ref must be finite") at 1e300 and 1e308."""
+    from refimpl.experiments.penalty_paths import penalty_path
+
+    X, y, qid = tiny()
+    data = (X, y, qid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = penalty_path(penalty, data, data, data, Cs=[1e300])
+        assert rows[0]["nnz"] > 0
+        with pytest.raises(ParameterError, match=r"'Cs?' parameter .* range "
+                                                 r"\[1e-15, 1e\+15\]"):
+            penalty_path(penalty, data, data, data, Cs=[1e308])
+
+
+# --------------------------------------------------------------------------
+# LambdaMART: labels and LightGBM's bounds checked at the boundary
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shift, scale, shown", [
+    (-1.0, 1.0, "-1.0"), (0.5, 1.0, "0.5"), (0.0, 100.0, "100.0")])
+def test_lambdamart_refuses_labels_lightgbm_cannot_gain(shift, scale, shown):
+    pytest.importorskip("lightgbm")
+    from refimpl.estimators import LambdaMART
+    from refimpl.exceptions import DataError
+
+    X, y, qid = tiny()
+    y = np.where(y > 0, y * scale, shift) if shift < 0 else y * scale + shift
+    with pytest.raises(DataError, match=rf"integers in \[0, 30\].*= {shown}"):
+        LambdaMART(n_estimators=2).fit(X, y, qid)
+
+
+def test_lambdamart_accepts_the_largest_label():
+    pytest.importorskip("lightgbm")
+    from refimpl.estimators import LambdaMART
+
+    X, y, qid = tiny()
+    model = LambdaMART(n_estimators=2).fit(X, y + 28, qid)   # labels 28 .. 30
+    assert np.all(np.isfinite(model.predict(X)))
+
+
+@pytest.mark.parametrize("name, value, bound", [
+    ("num_leaves", 10**9, r"\[2, 131072\]"),
+    ("min_child_samples", 2**63 - 1, r"\[0, 2147483647\]"),
+    ("n_estimators", 2**31, r"\[1, 2147483647\]"),
+    ("random_state", 2**40, r"\[0, 2147483647\]")])
+def test_lambdamart_parameters_within_lightgbm_bounds(name, value, bound):
+    """num_leaves raised LightGBMError; min_child_samples = 2**63 - 1 too."""
+    pytest.importorskip("lightgbm")
+    from refimpl.estimators import LambdaMART
+
+    X, y, qid = tiny()
+    with pytest.raises(ParameterError, match=rf"'{name}' parameter of LambdaMART "
+                                             rf"must be an int in the range {bound}"):
+        LambdaMART(**{name: value}).fit(X, y, qid)

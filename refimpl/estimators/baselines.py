@@ -252,7 +252,7 @@ def _check_lambdarank_labels(y):
         raise DataError(
             f"LambdaMART needs relevance labels that are integers in [0, "
             f"{LAMBDARANK_MAX_LABEL}] (LightGBM's lambdarank gains 2**y - 1 "
-            f"are defined for those), got y[{i}] = {y[i]!r} ({int(bad.sum())} "
+            f"are defined for those), got y[{i}] = {float(y[i])!r} ({int(bad.sum())} "
             "such labels); map the labels to that range first")
 
 
