@@ -214,3 +214,18 @@ def test_lambdamart_parameters_within_lightgbm_bounds(name, value, bound):
     with pytest.raises(ParameterError, match=rf"'{name}' parameter of LambdaMART "
                                              rf"must be an int in the range {bound}"):
         LambdaMART(**{name: value}).fit(X, y, qid)
+
+
+@pytest.mark.parametrize("C", [1e12, 1e17])
+def test_hinge_ranksvm_huge_C_stops_at_the_rounding_level(C):
+    """At C = 1e12 the gap stalls at the rounding of P (1e-3 of 1.5e3), at
+    1e17 nothing moves: the loop ran all max_iter planes (the default 1000
+    took hours, the working set growing); it now stops and says why."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, qid = tiny()
+    with pytest.warns(ConvergenceWarning, match="below what double precision "
+                                                "certifies"):
+        model = HingeRankSVM(C=C, max_iter=300).fit(X, y, qid)
+    assert model.n_iter_ < 300 and not model.converged_
+    assert np.all(np.isfinite(model.coef_))

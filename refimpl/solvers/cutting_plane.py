@@ -64,6 +64,11 @@ OCAS_MU = 0.1
 LS_RTOL = 1e-3
 #: ``line_search="auto"`` turns OCAS on after this many plain planes.
 LS_AUTO_AFTER = 50
+#: Bound on the relative rounding error of ``P(w)`` in units of ``eps``
+#: times the size of its terms; a gap below it cannot be certified.
+ROUNDING_FACTOR = 8.0
+#: Planes without any change of ``P(w_best)`` and ``D`` that end the run.
+STALL_PLANES = 20
 #: SMO steps allowed per working-set solve.
 QP_MAX_STEPS = 200_000
 
@@ -332,6 +337,28 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
             converged = True
             message = (f"gap {gap:.3e} <= tol * P = {tol * f_best:.3e} "
                        f"after {n_iter} planes")
+            break
+        # the rounding level of P: risk = n_violated - c^T z cancels terms
+        # of size |c|^T |z|, so at C = 1e12 a gap of 1e-3 is rounding, and no
+        # plane lowers it (the loop ran all max_iter planes, for hours)
+        floor = ROUNDING_FACTOR * np.finfo(np.float64).eps * (
+            0.5 * ww + C / n * (n_violated + float(np.abs(c) @ np.abs(loss.last_scores))))
+        # a violated plane raises D strictly and a better point lowers
+        # P(w_best): neither moving for STALL_PLANES planes is rounding too
+        stalled = (n_iter >= STALL_PLANES
+                   and history["f_best"][-1 - STALL_PLANES] == f_best
+                   and history["dual"][-1 - STALL_PLANES] == dual)
+        if gap <= floor or stalled:
+            why = (f"is at the rounding level {floor:.3e} of P = {f_best:.3e}"
+                   if gap <= floor else
+                   f"and P = {f_best:.3e} have not moved in the last "
+                   f"{STALL_PLANES}")
+            message = (f"the gap {gap:.3e} {why} of {n_iter} planes: tol = "
+                       f"{tol:g} is below what double precision certifies at "
+                       f"C = {C:g}")
+            warnings.warn(
+                f"cutting_plane_ranksvm did not converge: {message}; raise tol "
+                "or lower C", ConvergenceWarning, stacklevel=2)
             break
         if n_iter >= max_iter:
             message = (f"max_iter = {max_iter} reached: gap {gap:.3e} > tol * P "
