@@ -229,3 +229,17 @@ def test_hinge_ranksvm_huge_C_stops_at_the_rounding_level(C):
         model = HingeRankSVM(C=C, max_iter=300).fit(X, y, qid)
     assert model.n_iter_ < 300 and not model.converged_
     assert np.all(np.isfinite(model.coef_))
+
+
+def test_hinge_ranksvm_tol_below_rounding_stops():
+    """tol = 1e-17 asks for a gap below the rounding of P: the dual wanders
+    by ulps and the loop added all max_iter planes; it now stops and says why."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, qid = tiny()
+    with pytest.warns(ConvergenceWarning, match="below what double precision "
+                                                "certifies"):
+        model = HingeRankSVM(tol=1e-17, max_iter=300).fit(X, y, qid)
+    assert model.n_iter_ < 300
+    ref = HingeRankSVM(tol=1e-9).fit(X, y, qid)
+    assert model.objective_ <= ref.objective_ + 1e-9 * ref.objective_

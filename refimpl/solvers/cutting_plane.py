@@ -67,7 +67,7 @@ LS_AUTO_AFTER = 50
 #: Bound on the relative rounding error of ``P(w)`` in units of ``eps``
 #: times the size of its terms; a gap below it cannot be certified.
 ROUNDING_FACTOR = 8.0
-#: Planes without any change of ``P(w_best)`` and ``D`` that end the run.
+#: Planes without a lower ``P(w_best)`` or a higher ``D`` that end the run.
 STALL_PLANES = 20
 #: SMO steps allowed per working-set solve.
 QP_MAX_STEPS = 200_000
@@ -343,11 +343,13 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         # plane lowers it (the loop ran all max_iter planes, for hours)
         floor = ROUNDING_FACTOR * np.finfo(np.float64).eps * (
             0.5 * ww + C / n * (n_violated + float(np.abs(c) @ np.abs(loss.last_scores))))
-        # a violated plane raises D strictly and a better point lowers
-        # P(w_best): neither moving for STALL_PLANES planes is rounding too
+        # a violated plane raises D strictly (exact QPs: D never falls) and a
+        # better point lowers P(w_best): neither for STALL_PLANES planes is
+        # rounding too (D then wanders by ulps around its best)
         stalled = (n_iter >= STALL_PLANES
                    and history["f_best"][-1 - STALL_PLANES] == f_best
-                   and history["dual"][-1 - STALL_PLANES] == dual)
+                   and max(history["dual"][-STALL_PLANES:])
+                   <= max(history["dual"][:-STALL_PLANES]))
         if gap <= floor or stalled:
             why = (f"is at the rounding level {floor:.3e} of P = {f_best:.3e}"
                    if gap <= floor else
