@@ -32,7 +32,11 @@ class ParameterError(ValueError, TypeError):
     RankSVM must be an int in the range [1, inf). Got True instead.``  A
     ``ValueError`` and a ``TypeError``, like scikit-learn's own
     ``InvalidParameterError``; not a :class:`DataError`, which is about the
-    data.
+    data.  Also raised when a legal but extreme value makes a fit on
+    features of normal scale overflow (``C = 1e300``, ``r = 1e-300``):
+    the message names the parameter and the range in which the fit stays
+    within double precision, instead of the :class:`NonFiniteError` that
+    would blame the features.
 
     Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """

@@ -36,7 +36,7 @@ from refimpl.estimators import (
 )
 from refimpl.exceptions import DataError, EmptyModelWarning, ParameterError
 from refimpl.estimators import LifeRank
-from refimpl.estimators._base import COUNT
+from refimpl.estimators._base import COUNT, ITERATIONS
 from refimpl.features import pearson_importance
 from refimpl.nonconvex import LogPenalty
 from refimpl.pairs import pair_difference_matrix
@@ -346,6 +346,23 @@ def test_integer_parameter_refuses_bools_floats_and_strings(name, value):
                              r"range \[1, inf\)\. Got .* instead\.$") as info:
         est.fit(X, y, qid)
     assert not isinstance(info.value, DataError)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if any(
+    ITERATIONS in accepted for accepted in ESTIMATORS[n]()._parameter_constraints.values())])
+@pytest.mark.parametrize("value", [True, 2.0, 0, "3", 2**63])
+def test_iteration_budget_refuses_bools_floats_and_beyond_int64(name, value):
+    """max_iter (and max_outer) accept any int64 count: 2**63 is refused by
+    the constraint, not by numpy or numba inside the solver."""
+    X, y, qid = small()
+    est = ESTIMATORS[name]()
+    param = next(p for p, accepted in est._parameter_constraints.items()
+                 if ITERATIONS in accepted)
+    est.set_params(**{param: value})
+    with pytest.raises(ParameterError,
+                       match=rf"^The '{param}' parameter of \w+ must be an int in the "
+                             r"range \[1, 9223372036854775807\]\. Got .* instead\.$"):
+        est.fit(X, y, qid)
 
 
 @pytest.mark.parametrize("name", NAMES)

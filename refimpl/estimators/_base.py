@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import ClassVar
@@ -26,10 +27,11 @@ from .._compat.sklearn_params import (
     validate_parameter_constraints,
 )
 from .._validation import validate_X
-from ..exceptions import DataError, EmptyModelWarning, ParameterError
+from ..exceptions import (DataError, DivergenceError, EmptyModelWarning,
+                          NonFiniteError, ParameterError)
 from ..losses.squared_hinge import memory_terms as _hinge_memory_terms
 from ..metrics import mean_ndcg
-from ..solvers._finite import check_predictions
+from ..solvers._finite import _max_abs, check_predictions
 
 
 class _Interval(Interval):
@@ -51,6 +53,9 @@ POSITIVE = _Interval(Real, 0, None, closed="neither")
 NONNEGATIVE = _Interval(Real, 0, None, closed="left")
 REAL = _Interval(Real, None, None, closed="neither")
 COUNT = _Interval(Integral, 1, None, closed="left")
+#: An iteration budget: any count the solvers' compiled loops hold in an
+#: int64 (``max_iter=10**9`` means "until the stopping test holds").
+ITERATIONS = _Interval(Integral, 1, np.iinfo(np.int64).max, closed="both")
 NONNEG_INT = _Interval(Integral, 0, None, closed="left")
 SEED = [NONNEG_INT, None, np.random.Generator, np.random.SeedSequence]
 
@@ -122,6 +127,20 @@ class _ValidatedParams:
     """
 
     _parameter_constraints: ClassVar[dict] = {}
+    #: ``name -> (low, high)``: where each weight keeps a fit on features of
+    #: normal scale within double precision (see :meth:`_blaming`).
+    _extreme_ranges: ClassVar[dict] = {}
+
+    def _parameter_ranges(self):
+        """``name -> (value, low, high)`` for :func:`blame_extreme_parameters`."""
+        return {name: (getattr(self, name), low, high)
+                for name, (low, high) in self._extreme_ranges.items()}
+
+    def _blaming(self, X):
+        """An overflow of the fit on ``X`` named after the extreme parameter
+        that caused it (:func:`blame_extreme_parameters`)."""
+        return blame_extreme_parameters(type(self).__name__, X,
+                                        self._parameter_ranges())
 
     def __sklearn_tags__(self):
         # X may be a scipy.sparse matrix (every estimator converts it to CSR);
@@ -253,6 +272,51 @@ def _warn_empty(estimator, message, *, parameter=None, value=None, threshold=Non
             f"ranker, n_iter_ = {estimator.n_iter_}): {message}",
             parameter=parameter, value=value, threshold=threshold),
         stacklevel=stacklevel)
+
+
+#: Features up to this magnitude are of normal scale (LETOR's are in
+#: [0, 1]): a fit on them that overflows does so because of a parameter.
+NORMAL_FEATURE_MAGNITUDE = 1e6
+#: Where a loss or penalty weight (``C``, ``lambda1``, ``r``, ...) keeps a
+#: fit on features of normal scale within double precision with a wide
+#: margin; only named when a fit outside it overflows.
+WEIGHT_RANGE = (1e-15, 1e15)
+
+
+@contextmanager
+def blame_extreme_parameters(owner, X, ranges):
+    """Re-raise an overflow of a fit on normal features as a :class:`ParameterError`.
+
+    A :class:`~refimpl.exceptions.NonFiniteError` or
+    :class:`~refimpl.exceptions.DivergenceError` raised inside the block
+    blames the scale of the features; when ``X`` is of normal scale (up to
+    :data:`NORMAL_FEATURE_MAGNITUDE`) and a parameter of ``ranges``
+    (``name -> (value, low, high)``, checked in order) lies outside its
+    range, that parameter is the cause, and the error names it, its range
+    and its value.  Otherwise the original error goes on.
+    """
+    try:
+        yield
+    except (NonFiniteError, DivergenceError) as err:
+        m = feature_magnitude_of(X)
+        if not m <= NORMAL_FEATURE_MAGNITUDE:
+            raise
+        # what failed, without the solver's guess at the cause
+        what = str(err).split(" Likely cause:")[0]
+        for name, (value, low, high) in ranges.items():
+            if value is not None and not low <= float(value) <= high:
+                raise ParameterError(
+                    f"The {name!r} parameter of {owner} must be in the range "
+                    f"[{low:g}, {high:g}] for this fit. Got {value!r} instead: the "
+                    f"features are of normal scale (|X| up to {m:.1e}), so the "
+                    f"extreme {name} made the fit overflow ({type(err).__name__}: "
+                    f"{what})") from err
+        raise
+
+
+def feature_magnitude_of(X):
+    """``max |X_ij|`` of a dense or sparse ``X`` (0 when empty)."""
+    return _max_abs(X)
 
 
 def _check_at_most(estimator, name, value, bound, what):

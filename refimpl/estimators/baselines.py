@@ -25,23 +25,32 @@ from .._validation import (
     refuse_single_document,
     validate_X,
 )
+from ..exceptions import DataError
 from ..losses.logistic import logistic_pair_bytes
 from ._base import (
     COUNT,
-    NONNEG_INT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
     SEED,
+    WEIGHT_RANGE,
     _Interval,
     MemoryEstimate,
     _Ranker,
     squared_hinge_memory,
 )
 from .hinge_ranksvm import HingeRankSVM
-from .liferank import LifeRank
+from .liferank import LifeRank, liferank_ranges
 from .ranksvm import RankSVM
 
 __all__ = ["LambdaMART", "LifeRankPipeline", "LinearRegressionRanker"]
+
+
+#: LightGBM's largest ``num_leaves`` (its ``config_auto.cpp`` check).
+LIGHTGBM_MAX_LEAVES = 131072
+#: LightGBM's default ``label_gain`` has ``2**i - 1`` for i = 0 .. 30.
+LAMBDARANK_MAX_LABEL = 30
+_INT32_MAX = 2**31 - 1
 
 
 def _check_input(estimator, X, y, qid):
@@ -172,12 +181,13 @@ class LambdaMART(_Ranker, BaseEstimator):
         Number of splits on each feature.
     """
 
+    # LightGBM holds these in C ints and caps num_leaves (its config check)
     _parameter_constraints: ClassVar[dict] = {
-        "n_estimators": [COUNT],
+        "n_estimators": [_Interval(Integral, 1, _INT32_MAX, closed="both")],
         "learning_rate": [POSITIVE],
-        "num_leaves": [_Interval(Integral, 2, None, closed="left")],
-        "min_child_samples": [NONNEG_INT],
-        "random_state": [NONNEG_INT],
+        "num_leaves": [_Interval(Integral, 2, LIGHTGBM_MAX_LEAVES, closed="both")],
+        "min_child_samples": [_Interval(Integral, 0, _INT32_MAX, closed="both")],
+        "random_state": [_Interval(Integral, 0, _INT32_MAX, closed="both")],
     }
 
     def __init__(self, n_estimators=100, learning_rate=0.1, num_leaves=31,
@@ -205,6 +215,7 @@ class LambdaMART(_Ranker, BaseEstimator):
         self._validate_params()
         problem = _check_input(self, X, y, qid)
         X, y, groups = problem.X, problem.y, problem.groups
+        _check_lambdarank_labels(y)
         order = groups.order
         model = LGBMRanker(
             objective="lambdarank", n_estimators=int(self.n_estimators),
@@ -226,6 +237,23 @@ class LambdaMART(_Ranker, BaseEstimator):
         check_is_fitted(self, "model_")
         X = validate_X(self, X, reset=False)
         return np.asarray(self.model_.predict(X), dtype=np.float64)
+
+
+def _check_lambdarank_labels(y):
+    """LambdaRank's labels: integers in ``[0, 30]``, indices into ``label_gain``.
+
+    LightGBM refuses others with its own error (or, for ``2.5``, an
+    internal check); here the message names the label and the range.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    bad = (y < 0) | (y > LAMBDARANK_MAX_LABEL) | (y != np.floor(y))
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"LambdaMART needs relevance labels that are integers in [0, "
+            f"{LAMBDARANK_MAX_LABEL}] (LightGBM's lambdarank gains 2**y - 1 "
+            f"are defined for those), got y[{i}] = {float(y[i])!r} ({int(bad.sum())} "
+            "such labels); map the labels to that range first")
 
 
 def _fit_first_stage(X, y, qid, params, problem):
@@ -312,7 +340,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         "C": [POSITIVE],
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "random_state": SEED,
         "memory": [None, str, HasMethods(["cache"])],
     }
@@ -357,6 +385,12 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         return MemoryEstimate(backend=f"pairs (logistic) + {stage.backend}",
                               terms=stage.terms, hinge_backend=stage.hinge_backend)
 
+    def _parameter_ranges(self):
+        """LifeRank's ``lam`` (see ``LifeRank._parameter_ranges``) and the
+        second stage's ``C``."""
+        return {**liferank_ranges(self.lam, self.lr),
+                "C": (self.C, *WEIGHT_RANGE)}
+
     def fit(self, X, y, qid=None):
         """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
         self._validate_params()
@@ -369,7 +403,9 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         if self.memory is not None:
             fit_stage = check_memory(self.memory).cache(_fit_first_stage,
                                                         ignore=["problem"])
-        life, caught = fit_stage(problem.X, problem.y, problem.qid, params, problem)
+        with self._blaming(problem.X):
+            life, caught = fit_stage(problem.X, problem.y, problem.qid, params,
+                                     problem)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=2)
         # the second stage's features X T are new data (checked once); the
@@ -382,7 +418,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
             second = {"ranksvm": RankSVM,
                       "ranksvm-hinge": HingeRankSVM}[self.ranker](C=self.C)
         _inner(second, features)
-        second._fit(features)
+        with self._blaming(problem.X):
+            second._fit(features)
         self.liferank_ = life
         self.ranker_ = second
         self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -19,8 +20,9 @@ from ..solvers.fenchelrank import (
     fenchelrank,
 )
 from ._base import (
-    COUNT,
+    ITERATIONS,
     POSITIVE,
+    WEIGHT_RANGE,
     _LinearRanker,
     options,
     squared_hinge_memory,
@@ -114,10 +116,11 @@ class FenchelRank(_LinearRanker):
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
 
+    _extreme_ranges: ClassVar[dict] = {"r": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "r": [POSITIVE],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "step": options(STEPS),
         "backend": options(BACKENDS),
         "line_search": options(LINESEARCHES),
@@ -167,6 +170,15 @@ class FenchelRank(_LinearRanker):
             )
         problem = check_fit_input(self, X, y, qid)
         r = float(self.r)
+        if not (math.isfinite(r * r) and math.isfinite((1.0 / r) * (1.0 / r))):
+            # eq. 4's margin 1/r and weight r^2 / p, squared, out of doubles
+            root = math.sqrt(np.finfo(np.float64).max)
+            low, high = WEIGHT_RANGE
+            raise ParameterError(
+                f"The 'r' parameter of FenchelRank must be in the range "
+                f"({1.0 / root:.2g}, {root:.2g}), where eq. 4's squared margin "
+                f"(1/r)^2 and weight r^2 are doubles (a sensible l1 radius is in "
+                f"[{low:g}, {high:g}]). Got {self.r!r} instead.")
         backend = self.backend
         if backend == "auto" and self.line_search != "pairs":
             # the pair-free tree once there are millions of pairs
@@ -179,9 +191,10 @@ class FenchelRank(_LinearRanker):
                 "line_search='pairs' needs explicit pairs, but backend "
                 f"{loss.backend!r} has none: use line_search='newton' or 'auto'"
             )
-        result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
-                             step=self.step, line_search=line_search,
-                             variant=self.variant)
+        with self._blaming(problem.X):
+            result = fenchelrank(loss, r, tol=self.tol, max_iter=self.max_iter,
+                                 step=self.step, line_search=line_search,
+                                 variant=self.variant)
         coef = r * result.w
         if not np.all(np.isfinite(coef)):
             raise FloatingPointError("FenchelRank produced non-finite coefficients")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from typing import ClassVar
 
@@ -14,6 +15,7 @@ from .._validation import (
     check_fit_input,
     reset_fitted,
 )
+from ..exceptions import ParameterError
 from ..features import pearson_importance, pearson_similarity
 from ..losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
 from ..losses.lifted import (
@@ -24,11 +26,13 @@ from ..losses.lifted import (
 )
 from ..losses.squared_hinge import BACKENDS
 from ..penalties import NonNegWeightedL1
-from ..solvers.apg import apg
+from ..solvers.apg import NEMIROVSKI_EXPONENT, apg
 from ._base import (
     COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
+    WEIGHT_RANGE,
     _LinearRanker,
     _grad_at_zero,
     options,
@@ -194,6 +198,9 @@ class FSMRank(_LinearRanker):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _extreme_ranges: ClassVar[dict] = {"lambda1": (0.0, WEIGHT_RANGE[1]),
+                                       "lambda2": (0.0, WEIGHT_RANGE[1]),
+                                       "L0": (WEIGHT_RANGE[0], math.inf)}
     _parameter_constraints: ClassVar[dict] = {
         "lambda1": [NONNEGATIVE],
         "lambda2": [NONNEGATIVE],
@@ -201,7 +208,7 @@ class FSMRank(_LinearRanker):
         "similarity": options(_SIMILARITIES),
         "psd": options(PSD_MODES),
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "stop": options(FSMRANK_STOPS),
         "L0": [POSITIVE, None],
         "backend": options(BACKENDS),
@@ -246,9 +253,15 @@ class FSMRank(_LinearRanker):
         A_u = A if D is None else A * np.outer(D, D)
         smooth = FSMRankSmooth(LiftedLoss(loss), lift_similarity(A_u),
                                float(self.lambda1))
-        beta = float(self.lambda2) / lift_importance(s)
-        if D is not None:
-            beta = beta * np.concatenate([D, D])
+        with np.errstate(over="ignore"):          # checked next
+            beta = float(self.lambda2) / lift_importance(s)
+            if D is not None:
+                beta = beta * np.concatenate([D, D])
+        if not np.all(np.isfinite(beta)):
+            raise ParameterError(
+                f"The 'lambda2' parameter of {type(self).__name__} must be in the "
+                f"range [0, {WEIGHT_RANGE[1]:g}] for this fit. Got {self.lambda2!r} "
+                "instead: the penalty weights lambda2 / s_j overflow")
         penalty = NonNegWeightedL1(beta)
         return loss, smooth, penalty, s, A, projected, min_eig, D
 
@@ -284,7 +297,9 @@ class FSMRank(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+        problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem, stacklevel=4)
 
     def _fit(self, problem, stacklevel=3):
         """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
@@ -295,6 +310,14 @@ class FSMRank(_LinearRanker):
         L0 = float(self.L0) if self.L0 is not None else smooth.lipschitz_bound()
         if L0 <= 0:
             L0 = 1.0
+        start = L0 / 2.0 ** NEMIROVSKI_EXPONENT
+        if not (start > 0 and math.isfinite(1.0 / start)):
+            # the search starts at L0 / 2**10 and steps by its reciprocal
+            raise ParameterError(
+                f"The 'L0' parameter of FSMRank must be in the range "
+                f"[{WEIGHT_RANGE[0]:g}, inf) (its search starts at the step "
+                f"2**{NEMIROVSKI_EXPONENT} / L0, which overflows). Got {self.L0!r} "
+                "instead.")
         if self.stop == "max_iter":
             # tol = 0: only a gradient mapping of exactly 0 (an exact
             # minimiser, where the prox step does not move) ends it before T
@@ -402,13 +425,16 @@ class FSMSVM(_TwoStage):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _extreme_ranges: ClassVar[dict] = {"lambda1": (0.0, WEIGHT_RANGE[1]),
+                                       "lambda2": (0.0, WEIGHT_RANGE[1]),
+                                       "C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "n_features_to_select": [COUNT],
         "lambda1": [NONNEGATIVE],
         "lambda2": [NONNEGATIVE],
         "C": [POSITIVE],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
     }
 
     def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,
@@ -447,7 +473,8 @@ class FSMSVM(_TwoStage):
         fsm._validate_params()
         fsm.n_features_in_ = problem.n_features
         fsm.n_queries_in_ = problem.n_queries
-        fsm._fit(problem)
-        selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
-        self.fsmrank_ = fsm
-        return self._fit_ranksvm_on(problem, selected)
+        with self._blaming(problem.X):
+            fsm._fit(problem)
+            selected = np.argsort(-np.abs(fsm.coef_), kind="stable")[:t].astype(np.int64)
+            self.fsmrank_ = fsm
+            return self._fit_ranksvm_on(problem, selected)

@@ -13,6 +13,7 @@ from ._base import (
     COUNT,
     NONNEGATIVE,
     POSITIVE,
+    WEIGHT_RANGE,
     squared_hinge_memory,
 )
 from .ranksvm import _TwoStage
@@ -140,6 +141,7 @@ class GASRanker(_TwoStage):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
+    _extreme_ranges: ClassVar[dict] = {"C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "n_features_to_select": [COUNT],
         "redundancy_penalty": [NONNEGATIVE],
@@ -172,4 +174,5 @@ class GASRanker(_TwoStage):
         selected, importance, similarity = _gas(problem, t, self.redundancy_penalty)
         self.importance_ = importance
         self.similarity_ = similarity
-        return self._fit_ranksvm_on(problem, selected)
+        with self._blaming(problem.X):
+            return self._fit_ranksvm_on(problem, selected)

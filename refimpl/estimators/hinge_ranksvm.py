@@ -8,9 +8,10 @@ import numpy as np
 
 from .._compat.sklearn_params import StrOptions
 from .._validation import check_fit_input, reset_fitted
+from ..exceptions import ParameterError
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
-from ._base import (COUNT, POSITIVE, MemoryEstimate, _LinearRanker,
+from ._base import (ITERATIONS, POSITIVE, WEIGHT_RANGE, MemoryEstimate, _LinearRanker,
                     _on_all_columns, _warn_empty)
 
 __all__ = ["HingeRankSVM"]
@@ -96,10 +97,11 @@ class HingeRankSVM(_LinearRanker):
     Derived in: book/07_ranksvm_ostree.md#ranksvm-hinge
     """
 
+    _extreme_ranges: ClassVar[dict] = {"C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "C": [POSITIVE],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "line_search": [StrOptions({"auto"}), "boolean"],
         "verbose": ["boolean"],
     }
@@ -130,12 +132,16 @@ class HingeRankSVM(_LinearRanker):
         """Fit on ``(X, y, qid)``; returns ``self``.
 
         Warns with :class:`~refimpl.exceptions.EmptyModelWarning` if every
-        weight is zero, which for ``C > 0`` happens only when no pair exists
-        or the violated pairs' differences cancel at ``w = 0``.
+        weight is zero: when no pair exists or the violated pairs'
+        differences cancel at ``w = 0``, or when ``C`` is so small (``1e-17``,
+        say) that the duality gap already certifies ``w = 0`` to within
+        ``tol`` (the warning gives the ``C`` below which it does).
         """
         reset_fitted(self)
         self._validate_params()
-        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+        problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem, stacklevel=4)
 
     def _fit(self, problem, stacklevel=3):
         """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
@@ -154,6 +160,7 @@ class HingeRankSVM(_LinearRanker):
                                        verbose=bool(self.verbose))
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("HingeRankSVM produced non-finite coefficients")
+        _check_not_subnormal(self, result.w)
         self.coef_ = _on_all_columns(result.w, columns, problem.n_features)
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
@@ -161,10 +168,55 @@ class HingeRankSVM(_LinearRanker):
         self.objective_ = float(result.history["f_best"][-1])
         self.dual_gap_ = float(result.details["gap"])
         if not np.any(self.coef_):
-            _warn_empty(
-                self,
-                "w = 0 minimises the L1-hinge RankSVM only when no preference "
-                f"pair exists or the pairs' differences cancel (|P| = "
-                f"{loss.n_pairs})",
-                parameter="C", value=float(self.C), stacklevel=stacklevel)
+            threshold = _zero_certified_C(loss, n_queries, float(self.tol))
+            if threshold is None:
+                message = ("w = 0 minimises the L1-hinge RankSVM: no preference "
+                           f"pair exists or the pairs' differences cancel (|P| = "
+                           f"{loss.n_pairs})")
+            else:
+                message = (
+                    f"w = 0 is within the relative duality gap tol = "
+                    f"{float(self.tol):g} of the optimum, as it is for every C <= "
+                    f"2 tol |P| / (n ||a_0||^2) = {threshold:.6g} (a_0 the first "
+                    f"cutting plane, eq. 7.13; here C = {float(self.C):g}): "
+                    "raise C above that (or lower tol) for a non-zero model")
+            _warn_empty(self, message, parameter="C", value=float(self.C),
+                        threshold=threshold, stacklevel=stacklevel)
         return self
+
+
+def _check_not_subnormal(estimator, w):
+    """Refuse a ``C`` so small that the weights (of order ``C``) are subnormal.
+
+    ``w = C beta^T A``: below the smallest normal double the weights keep
+    only a few bits, and the ranking they give is rounding, not the model.
+    """
+    w = np.abs(w[w != 0])
+    tiny = np.finfo(np.float64).tiny
+    if w.size and float(w.min()) < tiny:
+        C = float(estimator.C)
+        low = tiny / (float(w.min()) / C)
+        raise ParameterError(
+            f"The 'C' parameter of {type(estimator).__name__} must be a float in "
+            f"the range [{low:.1e}, inf) for these data. Got {C!r} instead: the "
+            f"weights, of order C, fall below the smallest normal double "
+            f"({tiny:.1e}) and keep only a few bits")
+
+
+def _zero_certified_C(loss, n_queries, tol):
+    """Up to which ``C`` the duality gap certifies ``w = 0`` (None: every ``C``).
+
+    At ``w = 0`` every pair's hinge is 1, so ``P(0) = C b_0`` with
+    ``b_0 = |P| / n``; the dual of the first plane ``a_0`` (eq. 7.13 at
+    ``w = 0``) alone is ``D = C b_0 - C^2 ||a_0||^2 / 2``, so
+    ``P(0) - min P <= C^2 ||a_0||^2 / 2 <= tol P(0)`` for every
+    ``C <= 2 tol b_0 / ||a_0||^2``.  None when no pair is violated at 0 or
+    ``a_0 = 0`` (the pairs' differences cancel): then ``w = 0`` is optimal
+    for every ``C``.
+    """
+    _, c, n_violated = loss.risk(np.zeros(loss.n_features))
+    a0 = loss.direction(c) / n_queries
+    a2 = float(a0 @ a0)
+    if not n_violated or a2 == 0.0:
+        return None
+    return 2.0 * tol * (n_violated / n_queries) / a2

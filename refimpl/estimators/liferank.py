@@ -29,15 +29,17 @@ from .._validation import (
 from ..exceptions import DivergenceError
 from ..losses import LifeRankObjective, PairwiseLogistic
 from ..losses.logistic import logistic_pair_bytes
-from ..solvers._finite import NonFiniteError, check_predictions, nonfinite_message
+from ..solvers._finite import NonFiniteError, check_predictions
 from ..solvers.bdmm import UPDATES
 from ..solvers.liferank import CONSTRAINTS, liferank_solve
 from ..solvers.stiefel import RETRACTIONS, orthonormality_error, stiefel_retraction
 from ._base import (
     COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
     SEED,
+    WEIGHT_RANGE,
     MemoryEstimate,
     _Ranker,
     _check_at_most,
@@ -49,6 +51,16 @@ __all__ = ["INITS", "LifeRank"]
 #: Starting ``T``: i.i.d. ``N(0, 1/n)`` entries, those orthonormalised, or
 #: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
 INITS = ("random", "orthonormal", "uniform")
+
+
+def liferank_ranges(lam, lr, damping=None):
+    """LifeRank's ``name -> (value, low, high)`` for
+    :func:`~refimpl.estimators._base.blame_extreme_parameters`."""
+    # (at least [0, 1]: with an extreme lr, lr is the culprit, not lam)
+    ranges = {"lam": (lam, 0.0, max(1.0 / float(lr), 1.0))}
+    if damping is not None:
+        ranges["damping"] = (damping, 0.0, WEIGHT_RANGE[1])
+    return ranges
 
 
 def _feature_scale(X):
@@ -161,7 +173,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         "n_components": [COUNT],
         "lam": [NONNEGATIVE],
         "lr": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "constraint": options(CONSTRAINTS),
         "lr_multiplier": [POSITIVE, None],
         "damping": [NONNEGATIVE],
@@ -218,7 +230,15 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         """
         reset_fitted(self)
         self._validate_params()
-        return self._fit(check_fit_input(self, X, y, qid))
+        problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem)
+
+    def _parameter_ranges(self):
+        """``lam`` up to ``1 / lr``: a gradient step ``lr`` on ``(lam/2)
+        ||w||^2`` alone multiplies ``w`` by ``1 - lr lam``, which grows for
+        ``lr lam > 2``; blamed for an overflow or a divergence before ``lr``."""
+        return liferank_ranges(self.lam, self.lr, self.damping)
 
     def _fit(self, problem):
         """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.
@@ -256,12 +276,13 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
                 + f" (X is divided by its scale {scale:.3g} first, so the "
                 "step does not depend on the scale of the features)")
         if result.message.startswith("diverged") or not finite:
-            raise NonFiniteError(nonfinite_message(
-                "LifeRank", "an iterate (T, w), its objective or gradient", None,
-                objective,
-                f"({result.message}; lower lr"
-                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-                + ")"))
+            # X / s has entries of magnitude 1: the step, not the features
+            raise NonFiniteError(
+                f"LifeRank: an iterate (T, w), its objective or gradient is not "
+                f"finite ({result.message}), so no stopping test can be trusted. "
+                f"X is divided by its scale {scale:.3g} first, so the cause is "
+                f"the step: lower lr (lr={float(self.lr)!r})"
+                + (" or lr_multiplier" if self.constraint == "bdmm" else ""))
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.feature_scale_ = scale

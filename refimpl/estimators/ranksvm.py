@@ -14,8 +14,9 @@ from ..pairs import PAIR_SETS
 from ..solvers._finite import safe_norm
 from ..solvers.tron import tron
 from ._base import (
-    COUNT,
+    ITERATIONS,
     POSITIVE,
+    WEIGHT_RANGE,
     _LinearRanker,
     _check_at_most,
     _on_all_columns,
@@ -100,11 +101,12 @@ class RankSVM(_LinearRanker):
     Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
     """
 
+    _extreme_ranges: ClassVar[dict] = {"C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "C": [POSITIVE],
         "loss": [StrOptions({"l2"})],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "backend": options(BACKENDS),
         "tree_method": options(TREE_METHODS),
         "pairs": options(PAIR_SETS),
@@ -143,7 +145,9 @@ class RankSVM(_LinearRanker):
         """
         reset_fitted(self)
         self._validate_params()
-        return self._fit(check_fit_input(self, X, y, qid), stacklevel=4)
+        problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem, stacklevel=4)
 
     def _fit(self, problem, stacklevel=3):
         """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`.

@@ -22,17 +22,20 @@ from ..losses import PairwiseSquaredHinge, ScaledSmooth
 from ..losses.squared_hinge import BACKENDS
 from ..nonconvex import make_concave_penalty
 from ..penalties import L1, WeightedL1
+from ..solvers._finite import safe_norm
 from ..solvers.apg import LINE_SEARCHES, RESTARTS, apg, lipschitz_constant
 from ..solvers.prox_newton import prox_newton
 from ..solvers.reweighted import reweighted_l1
 from ._base import (
-    COUNT,
+    ITERATIONS,
     NONNEGATIVE,
     POSITIVE,
+    WEIGHT_RANGE,
     _Interval,
     _LinearRanker,
     _grad_at_zero,
     _l1_null_C,
+    blame_extreme_parameters,
     options,
     squared_hinge_memory,
     _warn_empty,
@@ -210,6 +213,7 @@ class SparseRankSVM(_LinearRanker):
     Derived in: book/05_dc_reweighting.md#dc-reweighting
     """
 
+    _extreme_ranges: ClassVar[dict] = {"C": WEIGHT_RANGE}
     _parameter_constraints: ClassVar[dict] = {
         "C": [POSITIVE],
         "penalty": options(tuple(SPARSE_PENALTIES) + NONCONVEX_PENALTIES),
@@ -220,11 +224,11 @@ class SparseRankSVM(_LinearRanker):
         "p": [_Interval(Real, 0, 1, closed="neither")],
         "a": [_Interval(Real, 2, None, closed="neither")],
         "lam": [POSITIVE, None],
-        "max_outer": [COUNT],
+        "max_outer": [ITERATIONS],
         "tol_outer": [NONNEGATIVE],
         "warm_start": ["boolean"],
         "tol": [POSITIVE],
-        "max_iter": [COUNT],
+        "max_iter": [ITERATIONS],
         "line_search": options(LINE_SEARCHES),
         "accelerated": ["boolean"],
         "restart": options(RESTARTS),
@@ -304,6 +308,11 @@ class SparseRankSVM(_LinearRanker):
         self._validate_params()
         concave = self._concave_penalty()
         problem = check_fit_input(self, X, y, qid)
+        with self._blaming(problem.X):
+            return self._fit(problem, concave)
+
+    def _fit(self, problem, concave):
+        """:meth:`fit` on a validated :class:`~refimpl._validation.RankingProblem`."""
         if concave is not None:
             return self._fit_reweighted(problem, concave)
         loss, smooth, penalty = self._problem(problem)
@@ -336,10 +345,10 @@ class SparseRankSVM(_LinearRanker):
             beta = getattr(penalty, "weights", None) if self.penalty != "l1" else None
             self._warn_empty_C(_l1_null_C(_grad_at_zero(loss), beta),
                                "min_j beta_j / |grad_j L(0)|" if beta is not None
-                               else "1 / ||grad L(0)||_inf", stacklevel=4)
+                               else "1 / ||grad L(0)||_inf", stacklevel=5)
         return self
 
-    def _warn_empty_C(self, threshold, formula, fixed=None, stacklevel=5):
+    def _warn_empty_C(self, threshold, formula, fixed=None, stacklevel=6):
         """Warn that ``coef_ = 0``, with the ``C`` at or below which it must be.
 
         ``fixed`` (non-convex penalties): the largest ``C`` for which
@@ -455,17 +464,26 @@ def ranksvm_l1_path(X, y, qid=None, Cs=(1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0), *,
         C = float(Cs[i])
         smooth = ScaledSmooth(loss, C)
         # the gradient mapping of a cold start, G_L(0) = soft(-C grad L(0), 1)
-        ref = float(np.linalg.norm(np.maximum(np.abs(C * g0) - 1.0, 0.0)))
+        # (safe_norm: at C = 1e300 the entries are finite, their squares not)
+        with np.errstate(over="ignore"):          # checked next
+            ref = safe_norm(np.maximum(np.abs(C * g0) - 1.0, 0.0))
+        if not math.isfinite(ref):
+            raise ParameterError(
+                f"The 'Cs' parameter of ranksvm_l1_path must hold values in the "
+                f"range [{WEIGHT_RANGE[0]:g}, {WEIGHT_RANGE[1]:g}]. Got {C!r}: C "
+                "times the loss gradient at w = 0 overflows")
         start = w if warm_start else np.zeros(n)
         if ref == 0.0:
             start = np.zeros(n)
         kw = {"gmap_ref": ref} if ref > 0 else {}
-        if solver == "newton":
-            result = prox_newton(smooth, L1(1.0), start, tol=float(tol),
-                                 max_iter=int(max_iter), **kw)
-        else:
-            result = apg(smooth, L1(1.0), start, tol=float(tol),
-                         stop="gradient_mapping", max_iter=int(max_iter), **kw)
+        with blame_extreme_parameters("ranksvm_l1_path", loss.X,
+                                      {"Cs": (C, *WEIGHT_RANGE)}):
+            if solver == "newton":
+                result = prox_newton(smooth, L1(1.0), start, tol=float(tol),
+                                     max_iter=int(max_iter), **kw)
+            else:
+                result = apg(smooth, L1(1.0), start, tol=float(tol),
+                             stop="gradient_mapping", max_iter=int(max_iter), **kw)
         w = result.w
         coefs[i] = w
         results[i] = result

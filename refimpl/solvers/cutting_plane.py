@@ -64,6 +64,11 @@ OCAS_MU = 0.1
 LS_RTOL = 1e-3
 #: ``line_search="auto"`` turns OCAS on after this many plain planes.
 LS_AUTO_AFTER = 50
+#: Bound on the relative rounding error of ``P(w)`` in units of ``eps``
+#: times the size of its terms; a gap below it cannot be certified.
+ROUNDING_FACTOR = 8.0
+#: Planes without a lower ``P(w_best)`` or a higher ``D`` that end the run.
+STALL_PLANES = 20
 #: SMO steps allowed per working-set solve.
 QP_MAX_STEPS = 200_000
 
@@ -167,18 +172,22 @@ def _active_set(G, b, alpha, m, qp_tol, max_steps):
     return max_steps, False
 
 
-def _solve_working_set(G, b, alpha, m, qp_tol):
-    """``alpha`` optimal for eq. (7.14) to within ``C qp_tol``; returns steps.
+def _solve_working_set(G, b, beta, m, qp_tol):
+    """``beta = alpha / C`` optimal for eq. (7.14) to within ``C qp_tol``; returns steps.
 
-    The active-set method (:func:`_active_set`) from the previous solution,
-    which is exact up to rounding; if it stalls (degenerate planes) or ends
-    outside the tolerance, SMO (:func:`refimpl.kernels.simplex_qp.simplex_qp`)
-    finishes from its point.
+    ``G`` is ``C`` times the planes' Gram matrix and ``beta`` lies on the
+    unit simplex: the gradient ``G beta - b`` is that of eq. (7.14) in
+    ``alpha``, but the unknowns are of order 1 whatever ``C``, so the KKT
+    solves' rounding (relative to ``b``) cannot wipe out a ``sum alpha = C``
+    of ``1e-17``.  The active-set method (:func:`_active_set`) from the
+    previous solution, which is exact up to rounding; if it stalls
+    (degenerate planes) or ends outside the tolerance, SMO
+    (:func:`refimpl.kernels.simplex_qp.simplex_qp`) finishes from its point.
     """
-    steps, ok = _active_set(G, b, alpha, m, qp_tol, 10 * m + 50)
+    steps, ok = _active_set(G, b, beta, m, qp_tol, 10 * m + 50)
     if ok:
         return steps
-    more, _ = simplex_qp(G, b, alpha, np.empty(m), m, qp_tol, QP_MAX_STEPS)
+    more, _ = simplex_qp(G, b, beta, np.empty(m), m, qp_tol, QP_MAX_STEPS)
     return steps + int(more)
 
 
@@ -289,9 +298,9 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
     cap = min(max_iter + 2, 64)     # grown by doubling (_grow)
     A = np.zeros((cap, d))          # plane 0 is (0, 0): xi >= 0
     b = np.zeros(cap)
-    G = np.zeros((cap, cap))
-    alpha = np.zeros(cap)
-    alpha[0] = C
+    G = np.zeros((cap, cap))        # C times the planes' Gram matrix
+    beta = np.zeros(cap)            # alpha / C (see _solve_working_set)
+    beta[0] = 1.0
     m = 1
     w = np.zeros(d)
     w_best, f_best, z_best = w, math.inf, None
@@ -303,7 +312,9 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
         ww = float(w @ w)
         f = 0.5 * ww + C * risk / n
         _check(f, "the objective P(w)", loss)
-        if f < f_best:
+        # ties go to the newer iterate: for a tiny C (1e-17) P(C a_0)
+        # rounds to P(0), and C a_0 is the optimum, 0 a constant ranker
+        if f <= f_best:
             f_best, w_best = f, w
             z_best = loss.last_scores
         with np.errstate(over="ignore", invalid="ignore"):  # checked next
@@ -327,6 +338,30 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
             message = (f"gap {gap:.3e} <= tol * P = {tol * f_best:.3e} "
                        f"after {n_iter} planes")
             break
+        # the rounding level of P: risk = n_violated - c^T z cancels terms
+        # of size |c|^T |z|, so at C = 1e12 a gap of 1e-3 is rounding, and no
+        # plane lowers it (the loop ran all max_iter planes, for hours)
+        floor = ROUNDING_FACTOR * np.finfo(np.float64).eps * (
+            0.5 * ww + C / n * (n_violated + float(np.abs(c) @ np.abs(loss.last_scores))))
+        # a violated plane raises D strictly (exact QPs: D never falls) and a
+        # better point lowers P(w_best): neither for STALL_PLANES planes is
+        # rounding too (D then wanders by ulps around its best)
+        stalled = (n_iter >= STALL_PLANES
+                   and history["f_best"][-1 - STALL_PLANES] == f_best
+                   and max(history["dual"][-STALL_PLANES:])
+                   <= max(history["dual"][:-STALL_PLANES]))
+        if gap <= floor or stalled:
+            why = (f"is at the rounding level {floor:.3e} of P = {f_best:.3e}"
+                   if gap <= floor else
+                   f"and P = {f_best:.3e} have not moved in the last "
+                   f"{STALL_PLANES}")
+            message = (f"the gap {gap:.3e} {why} of {n_iter} planes: tol = "
+                       f"{tol:g} is below what double precision certifies at "
+                       f"C = {C:g}")
+            warnings.warn(
+                f"cutting_plane_ranksvm did not converge: {message}; raise tol "
+                "or lower C", ConvergenceWarning, stacklevel=2)
+            break
         if n_iter >= max_iter:
             message = (f"max_iter = {max_iter} reached: gap {gap:.3e} > tol * P "
                        f"= {tol * f_best:.3e}")
@@ -336,19 +371,19 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
             break
         n_iter += 1
         if m == len(b):
-            A, b, G, alpha = _grow(A, b, G, alpha)
+            A, b, G, beta = _grow(A, b, G, beta)
         A[m] = a_new
         b[m] = b_new
         with np.errstate(over="ignore", invalid="ignore"):  # checked next
-            row = A[:m + 1] @ a_new
-        _check(row, "the inner products of the new plane", loss)
+            row = C * (A[:m + 1] @ a_new)
+        _check(row, "C times the inner products of the new plane", loss)
         G[m, :m + 1] = row
         G[:m + 1, m] = row
         m += 1
         qp_tol = QP_FRACTION * tol * f_best / C
-        qp_steps += _solve_working_set(G, b, alpha, m, qp_tol)
-        w = alpha[:m] @ A[:m]
-        dual = float(alpha[:m] @ b[:m]) - 0.5 * float(w @ w)
+        qp_steps += _solve_working_set(G, b, beta, m, qp_tol)
+        w = C * (beta[:m] @ A[:m])
+        dual = C * float(beta[:m] @ b[:m]) - 0.5 * float(w @ w)
         _check(dual, "the dual value D(alpha)", loss)
         if line_search is True or (line_search == "auto"
                                    and n_iter > LS_AUTO_AFTER):
@@ -366,5 +401,5 @@ def cutting_plane_ranksvm(loss, C, n_queries, *, tol=1e-6, max_iter=1000,
     return SolverResult(
         w=np.array(w_best), n_iter=n_iter, converged=converged,
         history=history, message=message,
-        details={"alpha": alpha[:m].copy(), "n_planes": m,
+        details={"alpha": C * beta[:m], "n_planes": m,
                  "gap": history["gap"][-1]})

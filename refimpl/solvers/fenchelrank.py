@@ -612,7 +612,9 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     bp = np.empty(_k.BLOCK_BREAKPOINTS)
     found_a = np.empty(_k.BLOCK_BREAKPOINTS)
     found_c = np.empty(_k.BLOCK_BREAKPOINTS)
-    hist = np.empty((len(_k.RUN_HISTORY), max_iter + 1))
+    # the history grows by doubling as the run records (never max_iter + 1
+    # columns up front: max_iter = 10**9 is a legal "until eq. 17 holds")
+    hist = np.empty((len(_k.RUN_HISTORY), min(max_iter + 1, HISTORY_START)))
     istate = np.zeros(7, dtype=np.int64)
     fstate = np.zeros(5)
     value, j, s, gap = _k.block_evaluate(X, w, z, dz, graw, g, heads, start,
@@ -623,11 +625,15 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     _check_block_state(fstate, scale, g, loss)
     _k.block_record(hist, istate, fstate, w, scale, r2, start_time)
     while True:
+        room = hist.shape[1] - istate[_k.RUN_RECORDS]  # one record per update
+        if room == 0:
+            hist = _grow_columns(hist)
+            room = hist.shape[1] - istate[_k.RUN_RECORDS]
         _k.block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop,
                      float(loss.margin), scale, r2, tol, max_iter,
                      REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, found_a, found_c,
                      int(loss.n_pairs), istate, fstate, hist, start_time,
-                     1 if callback is not None else max_iter)
+                     1 if callback is not None else room)
         status = istate[_k.RUN_STATUS]
         if status == _k.RUN_BAD_STEP:
             # the curvature sum_P (K b)^2 overflows silently (to a step of
@@ -668,6 +674,17 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
                         converged=converged,
                         history=history, message=message,
                         details={"line_search": "blocks"})
+
+
+#: Columns of the block path's first history array (doubled when full).
+HISTORY_START = 1024
+
+
+def _grow_columns(hist):
+    """``hist`` with twice the columns (the recorded ones kept)."""
+    out = np.empty((hist.shape[0], 2 * hist.shape[1]))
+    out[:, :hist.shape[1]] = hist
+    return out
 
 
 def _scatter(w, cols, n):
