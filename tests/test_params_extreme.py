@@ -243,3 +243,15 @@ def test_hinge_ranksvm_tol_below_rounding_stops():
     assert model.n_iter_ < 300
     ref = HingeRankSVM(tol=1e-9).fit(X, y, qid)
     assert model.objective_ <= ref.objective_ + 1e-9 * ref.objective_
+
+
+def test_registry_range_compares_integers_exactly():
+    """The runner's pre-check of an iteration budget: 2**63 is outside
+    [1, 2**63 - 1], although float() rounds both to the same number."""
+    from refimpl.experiments.registry import ParamRange
+
+    budget = ParamRange("integer", 1, 2**63 - 1, closed="both")
+    assert budget.contains(2**63 - 1) and budget.contains(1)
+    assert not budget.contains(2**63)
+    assert not budget.contains(0)
+    assert "9223372036854775807" in budget.describe()

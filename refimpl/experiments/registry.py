@@ -119,9 +119,13 @@ class ParamRange:
                 return False
         elif not isinstance(value, (int, float, np.integer, np.floating)):
             return False
-        v = float(value)
-        if not math.isfinite(v):
-            return False
+        if self.kind == "integer":
+            # compared as integers: float() rounds 2**63 down to a bound
+            v = int(value)
+        else:
+            v = float(value)
+            if not math.isfinite(v):
+                return False
         left = v >= self.low if self.closed in ("left", "both") else v > self.low
         right = v <= self.high if self.closed in ("right", "both") else v < self.high
         return left and right
@@ -134,13 +138,17 @@ class ParamRange:
         lo_in = self.closed in ("left", "both")
         hi_in = self.closed in ("right", "both")
         has_lo, has_hi = math.isfinite(self.low), math.isfinite(self.high)
+        def show(bound):  # an integer bound exactly (2**63 - 1, not 9.22e18)
+            return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
+        lo, hi = show(self.low), show(self.high)
         if has_lo and has_hi:
-            return (f"{what} in {'[' if lo_in else '('}{self.low:g}, "
-                    f"{self.high:g}{']' if hi_in else ')'}")
+            return (f"{what} in {'[' if lo_in else '('}{lo}, "
+                    f"{hi}{']' if hi_in else ')'}")
         if has_lo:
-            return f"{what} {'>=' if lo_in else '>'} {self.low:g}"
+            return f"{what} {'>=' if lo_in else '>'} {lo}"
         if has_hi:
-            return f"{what} {'<=' if hi_in else '<'} {self.high:g}"
+            return f"{what} {'<=' if hi_in else '<'} {hi}"
         return what
 
 
