@@ -30,7 +30,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 5_600
 CHAPTERS = sorted((ROOT / "book").glob("0[2-7]_*.md"))
-BEING_CUT = {"05_dc_reweighting.md", "06_liferank_bdmm.md"}
 
 _FENCE = re.compile(r"^(`{3,}|:{3,})\s*(\{([\w:-]+)\})?\s*(.*)$")
 # directives whose body is prose; every other fenced block is code or math
@@ -117,12 +116,7 @@ def test_counter_follows_its_rule():
 
 @pytest.mark.parametrize(
     "path",
-    [
-        pytest.param(
-            p, marks=pytest.mark.xfail(strict=False, reason="being cut in issue 35")
-        ) if p.name in BEING_CUT else p
-        for p in CHAPTERS
-    ],
+    CHAPTERS,
     ids=lambda p: p.name,
 )
 def test_method_chapter_is_lecture_sized(path):
