@@ -175,7 +175,7 @@ def _read_bytes(path: Path):
     The file is read into memory with ``read()`` (:func:`refimpl._io.read_regular`),
     not memory-mapped: a mapped file truncated by another process kills the
     reader with ``SIGBUS``, while a read sees a short file, which is an error
-    (:class:`refimpl._io.FileChangedError`), as is any other change during
+    (``refimpl._io.FileChangedError``), as is any other change during
     the read.  ``.gz`` and ``.bz2`` files are decompressed from that copy,
     their checksums verified.
 
@@ -660,7 +660,7 @@ def load_letor(
     corrupt or inconsistent one (a file of the wrong shape, a FIFO) with a
     ``RuntimeWarning``; writes are atomic, and the temporary files of a
     writer killed in the cache folder are removed by the next write there
-    (:func:`refimpl._io.remove_stale_tmp`).  A second load therefore costs
+    (``refimpl._io.remove_stale_tmp``).  A second load therefore costs
     a fraction of a second per gigabyte, and returns the same arrays as a
     fresh parse.
 
@@ -718,8 +718,8 @@ def load_letor(
         The file does not exist.
     DataError
         The file is not a regular file (a FIFO, a device, a directory:
-        :class:`refimpl._io.NotRegularFileError`), it changed while it was
-        read (:class:`refimpl._io.FileChangedError`), a value is beyond the
+        ``refimpl._io.NotRegularFileError``), it changed while it was
+        read (``refimpl._io.FileChangedError``), a value is beyond the
         range of ``dtype=float32``, or it has no data line, or a line is
         malformed: a label that is
         not an integer literal in ``label_range`` (``1e20``, ``1.5``,

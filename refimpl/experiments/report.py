@@ -84,7 +84,7 @@ def load_results(path):
     DataError
         ``run.json`` or a table is missing, is not a regular file, or does
         not parse (``run.json`` must be an object naming its data set:
-        :class:`refimpl._jsonfile.MalformedFileError`); the message names it.
+        ``refimpl._jsonfile.MalformedFileError``); the message names it.
     """
     path = Path(path)
     try:

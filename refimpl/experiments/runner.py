@@ -63,7 +63,7 @@ SIGINT and SIGTERM during a run end the worker processes before the runner
 exits (SIGTERM exits with status 143, like the default action would); the
 loky workers of a runner killed outright (SIGKILL) end within seconds, as
 each watches its parent process
-(:func:`refimpl._compat.loky.backend_params`).
+(``refimpl._compat.loky.backend_params``).
 
 Tasks run through :class:`joblib.Parallel` (``backend="loky"`` processes
 by default, ``"threading"``, ``"sequential"``, or ``"dask"`` on the
