@@ -74,7 +74,8 @@ from refimpl.estimators import FSMRank, SparseRankSVM
 from refimpl.losses import PairwiseSquaredHinge, lifted
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, NonNegWeightedL1
-from refimpl.solvers.apg import ScaledSmooth, apg
+from refimpl.losses import ScaledSmooth
+from refimpl.solvers.apg import apg
 
 TARGET_CVXPY_RATIO = 50.0
 NEVER = 1e-300   # an estimator tol that never triggers: max_iter decides

@@ -61,7 +61,8 @@ from refimpl.estimators import SparseRankSVM
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.pairs import n_pairs, pair_difference_matrix
-from refimpl.solvers import ScaledSmooth, reweighted_l1
+from refimpl.losses import ScaledSmooth
+from refimpl.solvers import reweighted_l1
 
 PENALTIES = ("log", "mcp", "lp")
 

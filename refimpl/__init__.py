@@ -69,8 +69,6 @@ __all__ = [
     "datasets",
     "estimators",
     "features",
-    "fsmrank",
-    "liferank",
     "losses",
     "metrics",
     "nonconvex",

@@ -20,7 +20,8 @@ from refimpl.exceptions import DataError, ParameterError
 from refimpl.losses import PairwiseSquaredHinge
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, NonNegWeightedL1, WeightedL1
-from refimpl.solvers import ScaledSmooth, apg, hessian_matrix, lipschitz_constant
+from refimpl.losses import ScaledSmooth
+from refimpl.solvers import apg, hessian_matrix, lipschitz_constant
 
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 nonneg = st.floats(0, 20, allow_nan=False, allow_infinity=False)

@@ -25,7 +25,8 @@ from refimpl.nonconvex import (
 )
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, WeightedL1
-from refimpl.solvers import ScaledSmooth, apg, dc_stationarity, reweighted_l1
+from refimpl.losses import ScaledSmooth
+from refimpl.solvers import apg, dc_stationarity, reweighted_l1
 
 NONCONVEX = ("log", "mcp", "lp", "scad")
 

@@ -101,3 +101,24 @@ def test_data_and_datasets_do_not_import_each_other_both_ways():
     assert not ("refimpl.data" in _imports("refimpl.datasets")
                 and "refimpl.datasets" in _imports("refimpl.data"))
     assert "refimpl.data" not in _imports("refimpl.datasets")
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_star_import_finds_every_public_name(name):
+    """``from <package> import *`` works: every name of ``__all__`` exists."""
+    module = importlib.import_module(name)
+    missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+    assert missing == [], f"{name}.__all__ lists names it does not define: {missing}"
+    namespace = {}
+    exec(f"from {name} import *", namespace)
+
+
+@pytest.mark.parametrize("name, shim", [
+    ("refimpl.solvers", "ScaledSmooth"),
+    ("refimpl.solvers.apg", "ScaledSmooth"),
+    ("refimpl.experiments", "LambdaMART"),
+    ("refimpl.experiments", "LinearRegressionRanker"),
+])
+def test_no_re_export_shims(name, shim):
+    """Each class has one home (losses/, estimators/); no second import path."""
+    assert not hasattr(importlib.import_module(name), shim)

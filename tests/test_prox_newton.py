@@ -28,7 +28,8 @@ from refimpl.losses import PairwiseSquaredHinge
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.pairs import pair_difference_matrix
 from refimpl.penalties import L1, NonNegWeightedL1, WeightedL1
-from refimpl.solvers import ScaledSmooth, apg, hessian_matrix, prox_newton
+from refimpl.losses import ScaledSmooth
+from refimpl.solvers import apg, hessian_matrix, prox_newton
 from refimpl.solvers.prox_newton import generalized_hessian, min_norm_subgradient
 from refimpl.solvers.reweighted import dc_stationarity, reweighted_l1
 

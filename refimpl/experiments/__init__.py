@@ -17,8 +17,6 @@ Derived in: book/10_running_experiments.md#run-registry
 from .registry import (
     METHODS,
     SELECTION_METRICS,
-    LambdaMART,
-    LinearRegressionRanker,
     Method,
     expand_grid,
     get_method,
@@ -50,8 +48,6 @@ __all__ = [
     "METHODS",
     "SELECTION_METRICS",
     "ExperimentConfig",
-    "LambdaMART",
-    "LinearRegressionRanker",
     "Method",
     "RunResult",
     "Snapshot",

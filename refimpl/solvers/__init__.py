@@ -10,7 +10,6 @@ gap, step) raises :class:`NonFiniteError`, naming the likely cause (the scale
 of the features) and the remedy; it never reports convergence then.
 """
 
-from ..losses.scaled import ScaledSmooth  # noqa: F401  (re-export: objectives live in losses/)
 from ._finite import NonFiniteError
 from ._result import SolverResult
 from .apg import apg, hessian_matrix, lipschitz_constant

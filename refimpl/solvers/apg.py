@@ -33,7 +33,6 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..losses.scaled import ScaledSmooth  # noqa: F401  (re-export: it lives in losses/)
 from ._checks import check_budget, check_choice, initial_point
 from ._finite import NonFiniteError, check_finite, nonfinite_message, safe_norm
 from ._result import SolverResult
