@@ -107,8 +107,7 @@ def by_hand(estimator, params, X, y, qid, cv):
     return float(np.mean(scores))
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS[:3] + ESTIMATORS[4:],
-                         ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore::refimpl.exceptions.EmptyModelWarning")
 @pytest.mark.filterwarnings("ignore:.*positive semidefinite")
