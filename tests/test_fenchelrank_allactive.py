@@ -15,14 +15,11 @@ iterates to 1e-12), also across the border of the regime.  No timing here
 
 import importlib
 import math
-import os
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import ConvergenceWarning
 
 from refimpl._validation import group_queries
 from refimpl.kernels import fenchel as _k
@@ -32,8 +29,9 @@ from refimpl.kernels.ostree import (
     value_dz_selection_tree,
 )
 from refimpl.losses import PairwiseSquaredHinge
-from refimpl.solvers import fenchelrank
 from refimpl.sv_stats import query_levels
+
+from fenchel_runs import assert_same_run, letor_fold1_train, run
 
 fr = importlib.import_module("refimpl.solvers.fenchelrank")
 
@@ -201,27 +199,6 @@ def loss_of(X, y, qid, r, backend):
                                 backend=backend)
 
 
-def run(loss, r, **kw):
-    ws = [np.zeros(loss.n_features)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        res = fenchelrank(loss, r, callback=lambda w, info: ws.append(w), **kw)
-    return res, np.array(ws)
-
-
-def assert_same_run(tree, pairs, atol=1e-12):
-    (rt, wt), (rp, wp) = tree, pairs
-    ht, hp = rt.as_arrays(), rp.as_arrays()
-    assert rt.n_iter == rp.n_iter
-    assert rt.converged == rp.converged
-    if "steps" in rp.details:
-        assert rt.details["steps"] == rp.details["steps"]
-    np.testing.assert_array_equal(ht["j"], hp["j"])
-    np.testing.assert_allclose(wt, wp, rtol=0, atol=atol)
-    np.testing.assert_allclose(ht["gap"], hp["gap"], rtol=0, atol=atol)
-    np.testing.assert_allclose(ht["D"], hp["D"], rtol=0, atol=atol)
-
-
 def lean(n_queries, per_query, d, seed):
     """Features in [0, 1], five levels from a noisy linear score."""
     rng = np.random.default_rng(seed)
@@ -269,22 +246,12 @@ def test_all_active_path_matches_explicit_pairs(variant, seed, r, n_q, per,
         assert regime_counts["tree"] >= 2
 
 
-def mq2008_fold1():
-    if not os.environ.get("LETOR_HOME"):
-        return None
-    from refimpl.data import load_letor_fold
-    try:
-        return load_letor_fold("MQ2008", 1).train
-    except (FileNotFoundError, OSError):
-        return None
-
-
 @pytest.mark.parametrize("variant", ["paper", "face_newton"])
 def test_mq2008_fold1_all_active_matches_explicit_pairs(variant,
                                                         regime_counts):
     # MQ2008's features are in [0, 1] per query: at r = 0.9 every pair
     # stays active (|z_i - z_j| <= ||w||_1 <= 1 < 1/r)
-    data = mq2008_fold1()
+    data = letor_fold1_train("MQ2008")
     if data is None:
         pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
     X, y, qid = data

@@ -13,21 +13,19 @@ inputs.  No timing here (``benchmarks/bench_fenchelrank.py --only f``).
 """
 
 import importlib
-import os
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import ConvergenceWarning
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import FenchelRank
 from refimpl.exceptions import NonFiniteError
 from refimpl.kernels import fenchel as _k
 from refimpl.losses import PairwiseSquaredHinge
-from refimpl.solvers import fenchelrank
+
+from fenchel_runs import assert_same_run, letor_fold1_train, run
 
 fr = importlib.import_module("refimpl.solvers.fenchelrank")
 
@@ -37,42 +35,6 @@ VARIANTS = ["paper", "pairwise", "away", "face_newton"]
 def loss_of(X, y, qid, r, backend, **kw):
     return PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True,
                                 backend=backend, **kw)
-
-
-def run(loss, r, **kw):
-    ws = [np.zeros(loss.n_features)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        res = fenchelrank(loss, r, callback=lambda w, info: ws.append(w), **kw)
-    return res, np.array(ws)
-
-
-def assert_same_run(tree, pairs, atol=1e-12, until_gap=None):
-    """The same greedy choices, iterates, gaps and dual values, iteration by
-    iteration.  With ``until_gap``, only while the explicit-pairs gap is
-    above it: closer to the optimum two vertices can tie to within the
-    rounding of a BLAS kernel's summation order, and the runs may then part
-    (seen for the away steps on sparse X under OpenBLAS's Haswell kernel);
-    after that both must end within their certified gaps of each other."""
-    (rt, wt), (rp, wp) = tree, pairs
-    ht, hp = rt.as_arrays(), rp.as_arrays()
-    n = len(hp["j"])
-    if until_gap is not None:
-        below = np.nonzero(hp["gap"] <= until_gap)[0]
-        n = int(below[0]) if below.size else n
-        assert n > 10, "the window of identical iterations is too short to test"
-        # within the certified gaps, or rounding (atol) once both are tight
-        bound = max(ht["gap"][-1], hp["gap"][-1]) + atol
-        assert abs(ht["D"][-1] - hp["D"][-1]) <= bound
-    else:
-        assert rt.n_iter == rp.n_iter
-        assert rt.converged == rp.converged
-        if "steps" in rp.details:
-            assert rt.details["steps"] == rp.details["steps"]
-    np.testing.assert_array_equal(ht["j"][:n], hp["j"][:n])        # greedy choices
-    np.testing.assert_allclose(wt[:n], wp[:n], rtol=0, atol=atol)  # every iterate
-    np.testing.assert_allclose(ht["gap"][:n], hp["gap"][:n], rtol=0, atol=atol)
-    np.testing.assert_allclose(ht["D"][:n], hp["D"][:n], rtol=0, atol=atol)
 
 
 def synthetic(seed, n_queries=12):
@@ -122,20 +84,10 @@ def test_the_tree_path_is_taken_and_reports_evaluations():
     assert loss.tree_score_space() is None
 
 
-def mq2008_fold1():
-    if not os.environ.get("LETOR_HOME"):
-        return None
-    from refimpl.data import load_letor_fold
-    try:
-        return load_letor_fold("MQ2008", 1).train
-    except (FileNotFoundError, OSError):
-        return None
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("r", [2.0, 32.0])
 def test_mq2008_fold1_tree_path_matches_explicit_pairs(variant, r):
-    data = mq2008_fold1()
+    data = letor_fold1_train("MQ2008")
     if data is None:
         pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
     X, y, qid = data
@@ -310,7 +262,7 @@ def test_auto_backend_takes_the_tree_from_millions_of_pairs(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_mq2008_defaults_stay_on_explicit_pairs():
-    data = mq2008_fold1()
+    data = letor_fold1_train("MQ2008")
     if data is None:
         pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
     X, y, qid = data
