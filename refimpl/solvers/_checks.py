@@ -6,15 +6,19 @@ import math
 
 import numpy as np
 
-from ..exceptions import DataError
+from ..exceptions import ParameterError
 from ._finite import check_finite
 
 
 def check_int(value, name, minimum):
-    """``value`` as an int ``>= minimum`` (``bool`` refused), else :class:`DataError`."""
+    """``value`` as an int ``>= minimum`` (``bool`` refused), else :class:`ParameterError`.
+
+    The estimators' constraints say the same in scikit-learn's words; one
+    mistake raises one exception type at every layer.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
             or value < minimum:
-        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 
 
@@ -26,18 +30,23 @@ def check_choice(value, name, allowed, error=ValueError):
 
 
 def check_budget(max_iter, tol):
-    """``(max_iter, tol)`` as a non-negative int and a finite float ``>= 0``.
+    """``(max_iter, tol)`` as an int ``>= 1`` and a finite float ``>= 0``.
 
     ``tol=None`` (no tolerance) passes through; anything else raises
-    ``ValueError`` naming the parameter.
+    :class:`ParameterError` naming the parameter, as the estimators do
+    (``max_iter=True`` and ``max_iter=0`` are refused at both layers).
     """
     if tol is not None:
-        tol = float(tol)
+        if isinstance(tol, bool):
+            raise ParameterError(f"tol must be a finite number >= 0, got {tol!r}")
+        try:
+            tol = float(tol)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"tol must be a finite number >= 0, got {tol!r}") from None
         if not (tol >= 0 and math.isfinite(tol)):
-            raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-    return int(max_iter), tol
+            raise ParameterError(f"tol must be finite and >= 0, got {tol!r}")
+    return check_int(max_iter, "max_iter", 1), tol
 
 
 def initial_point(w0, n, solver, objective):
