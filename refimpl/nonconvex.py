@@ -14,8 +14,9 @@ minimises the majoriser, a weighted l1 problem with ``beta_j =
 g'(|w_j^k|)`` (their eq. 13, Table II).
 
 The penalties are scaled as in the paper's eq. 13 once both sides are
-multiplied by ``C``: the objective is ``C J_1(w) + sum_j g(|w_j|)`` and
-``g'(0) = 1`` for the l1-like start of MCP and SCAD.
+multiplied by ``C``: the objective is ``C ell(w) + sum_j g(|w_j|)`` (``ell``
+the pairwise squared hinge, the paper's ``J_1``) and ``g'(0) = 1`` for the
+l1-like start of MCP and SCAD.
 
 * l1: ``g(u) = u``, ``g'(u) = 1``;
 * log: ``g(u) = log(1 + u / eps)``, ``g'(u) = 1 / (eps + u)`` (Table II);

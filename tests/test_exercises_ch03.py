@@ -98,7 +98,7 @@ def test_exact_step_accepts_a_brute_force_minimiser():
     (lambda a, c: _walk_bug(a, c, factor=0.5), ["factor 2"]),
     (lambda a, c: min(1.0, max(0.0, (a[a > 0] @ c[a > 0])
                                / max(c[a > 0] @ c[a > 0], 1e-300))),
-     ["closed-form", "active at mu = 0"]),
+     ["closed-form", "active at tau = 0"]),
     (lambda a, c: min(1.0, max(0.0, (a @ c) / max(c @ c, 1e-300))),
      ["quadratic", "all pairs"]),
 ])
@@ -268,7 +268,7 @@ def _bug_noabs(K, w, r):
 
 
 def _bug_full_noclip(K, w, r):
-    # P(d) - D(w) in full, d from unclipped residuals (the exercise's form)
+    # P(w) - D(alpha) in full, alpha from unclipped residuals (the exercise's form)
     p = K.shape[0]
     res = 1 / r - K @ w
     d = 2 * r**2 / p * res
@@ -292,7 +292,7 @@ def _bug_full_no_p(K, w, r):
      "wrong sign"),
     (_bug_f_missing, "conjugate term"),
     (_bug_noclip, "non-negative"),
-    (_bug_noabs, "max_j |g_j|"),
+    (_bug_noabs, "max_j |(K^T alpha_t)_j|"),
     (lambda K, w, r: _gap(K, w, r) / 2, "factor 2"),
     (lambda K, w, r: _gap(K, w, r) * K.shape[0], "1/p"),
 ])

@@ -90,7 +90,7 @@ def momentum_naive(w, w_prev, t):
 
 
 def momentum_from_sequence(w, w_prev, t):
-    """t_{k+1} as the positive root of t^2 - t - t_k^2 = 0 (np.roots)."""
+    """theta_{t+1} as the positive root of x^2 - x - theta_t^2 = 0 (np.roots)."""
     t_next = float(max(np.roots([1.0, -1.0, -t * t]).real))
     beta = (t - 1) / t_next
     return (1 + beta) * w - beta * w_prev, t_next
@@ -113,7 +113,7 @@ def _tn(t):
     (lambda w, wp, t: (w + (t - 1) / t * (w - wp), _tn(t)), "off by one"),
     (lambda w, wp, t: (w + (t - 1) / (1 + 2 * t * t) * (w - wp),
                        1 + 2 * t * t), "square root"),
-    (lambda w, wp, t: (w + (t - 1) / (t + .5) * (w - wp), t + .5), "t_k + 1/2"),
+    (lambda w, wp, t: (w + (t - 1) / (t + .5) * (w - wp), t + .5), "theta_t + 1/2"),
     (lambda w, wp, t: (wp + (t - 1) / _tn(t) * (w - wp), _tn(t)),
      "wrong point"),
     (lambda w, wp, t: (w - (t - 1) / _tn(t) * (w - wp), _tn(t)), "sign"),

@@ -186,7 +186,7 @@ class SparseRankSVM(_LinearRanker):
         concave penalty of :mod:`refimpl.nonconvex` otherwise.
     converged_ : bool
     objective_ : float
-        ``F(coef_)`` (eq. 7, eq. 12, or ``C J_1 + sum_j g(|w_j|)``).
+        ``F(coef_)`` (eq. 7, eq. 12, or ``C ell + sum_j g(|w_j|)``).
     lipschitz_ : float
         The final ``L`` of the line search (or the fixed constant).
     backend_ : str

@@ -1,13 +1,13 @@
 r"""Exercise checkers of Chapter 3 (FenchelRank, conjugates and the duality gap).
 
 * :func:`check_exact_step` -- the exact line search along the Frank-Wolfe
-  direction, ``argmin_{0 <= mu <= 1} phi(mu)``,
-  ``phi(mu) = sum_i max(0, a_i - mu c_i)^2``, against
+  direction, ``argmin_{0 <= tau <= 1} phi(tau)``,
+  ``phi(tau) = sum_i max(0, a_i - tau c_i)^2``, against
   :func:`refimpl.kernels.fenchel.linesearch_pairs`;
 * :func:`check_lmo_l1_ball` -- the linear minimisation oracle of the l1
   ball, ``argmin_{||v||_1 <= radius} <grad, v>``, against the greedy
   coordinate of :func:`refimpl.kernels.fenchel.greedy_coordinate`;
-* :func:`check_duality_gap` -- FenchelRank's gap ``P(d_t) - D(w_t)`` on an
+* :func:`check_duality_gap` -- FenchelRank's gap ``P(w_t) - D(alpha_t)`` on an
   explicit pair-difference matrix ``K``, against the value and gradient of
   :class:`refimpl.losses.PairwiseSquaredHinge` (the solver's own formula).
 
@@ -54,12 +54,12 @@ def _as_float(value, what):
 # --------------------------------------------------------------------------
 
 
-def _phi(mu, a, c):
-    return float(np.sum(np.maximum(0.0, a - mu * c) ** 2))
+def _phi(tau, a, c):
+    return float(np.sum(np.maximum(0.0, a - tau * c) ** 2))
 
 
-def _dphi(mu, a, c):
-    return float(-2.0 * np.sum(c * np.maximum(0.0, a - mu * c)))
+def _dphi(tau, a, c):
+    return float(-2.0 * np.sum(c * np.maximum(0.0, a - tau * c)))
 
 
 def _step_ref(a, c):
@@ -103,23 +103,23 @@ def _step_mistakes(a, c, ref):
     q_all = _quadratic_step(a, c, all_pairs)
     q_0 = _quadratic_step(a, c, a > 0)
     sign = (_step_ref(a, -c), "wrong sign: your step minimises "
-            "sum max(0, a_i + mu c_i)^2, i.e. along -c; the residual of pair "
-            "i at mu is a_i - mu c_i")
+            "sum max(0, a_i + tau c_i)^2, i.e. along -c; the residual of pair "
+            "i at tau is a_i - tau c_i")
     closed = [
         (q_0, "you return the step for the unconstrained quadratic of the "
-         "pairs active at mu = 0, unclipped: pairs leave or enter the active "
-         "set at their breakpoints a_i / c_i, and mu must lie in [0, 1]"),
+         "pairs active at tau = 0, unclipped: pairs leave or enter the active "
+         "set at their breakpoints a_i / c_i, and tau must lie in [0, 1]"),
         (clip(q_0), "you return the step for the unconstrained quadratic of "
-         "the pairs active at mu = 0 (the closed-form step): pairs leave or "
+         "the pairs active at tau = 0 (the closed-form step): pairs leave or "
          "enter the active set at their breakpoints a_i / c_i, so walk them "
          "in increasing order until phi' changes sign")]
     quad = [
         (q_all, "you return the minimiser of the quadratic "
-         "sum (a_i - mu c_i)^2 over all pairs, unclipped: max(0, .) drops "
-         "the pairs with a_i - mu c_i <= 0, and mu must lie in [0, 1]"),
+         "sum (a_i - tau c_i)^2 over all pairs, unclipped: max(0, .) drops "
+         "the pairs with a_i - tau c_i <= 0, and tau must lie in [0, 1]"),
         (clip(q_all), "you return the minimiser of the quadratic "
-         "sum (a_i - mu c_i)^2 over all pairs: max(0, .) drops the pairs "
-         "with a_i - mu c_i <= 0 (walk the breakpoints a_i / c_i)")]
+         "sum (a_i - tau c_i)^2 over all pairs: max(0, .) drops the pairs "
+         "with a_i - tau c_i <= 0 (walk the breakpoints a_i / c_i)")]
     # an unclipped step inside [0, 1] is the clipped one: name it so; and
     # where every pair is active at 0 the two quadratics coincide: say the
     # closed-form one (a later case with an inactive pair tells them apart)
@@ -136,12 +136,12 @@ def _step_mistakes(a, c, ref):
          "breakpoints in increasing order"),
         (_walk(a, c, entering=False), "your walk never lets a pair enter "
          "the active set: a pair with a_i <= 0 and c_i < 0 becomes active "
-         "at mu = a_i / c_i (test a_i - mu c_i > 0 on each interval, not "
+         "at tau = a_i / c_i (test a_i - tau c_i > 0 on each interval, not "
          "a_i > 0)"),
         (_walk(a, c, left=True), "your walk reads the active set at the "
          "left end lo of each interval: a pair that enters at lo (a_i - lo "
          "c_i = 0, c_i < 0) is active on the whole interval after it; test "
-         "a_i - mu c_i > 0 at a point inside, e.g. the midpoint"),
+         "a_i - tau c_i > 0 at a point inside, e.g. the midpoint"),
     ]
     if ref > 0:
         # the root S_ac / S_cc of the piece that ends at the minimiser
@@ -149,7 +149,7 @@ def _step_mistakes(a, c, ref):
         on = (r > 0) | ((r == 0) & (c > 0))
         root = _quadratic_step(a, c, on)
         why = ("missing factor 2: your step is {} the root of its piece "
-               "(phi'(mu) = -2 sum_active c_i (a_i - mu c_i) vanishes at "
+               "(phi'(tau) = -2 sum_active c_i (a_i - tau c_i) vanishes at "
                "S_ac / S_cc)")
         out += [(root / 2, why.format("half")),
                 (min(2 * root, 1.0), why.format("twice"))]
@@ -162,7 +162,7 @@ def _diagnose_step(fn, case, suspects):
     record(a=a.copy(), c=c.copy(), expected=ref)
     got = fn(a.copy(), c.copy())
     record(got=got)
-    mu, msg = _as_float(got, "the step mu")
+    tau, msg = _as_float(got, "the step tau")
     if msg:
         return msg
     tol = 1e-10 * max(1.0, _phi(0.0, a, c))
@@ -172,26 +172,26 @@ def _diagnose_step(fn, case, suspects):
         return -1e-12 <= v <= 1 + 1e-12 and _phi(
             min(max(v, 0.0), 1.0), a, c) <= best
     cands = [(why, v) for v, why in _step_mistakes(a, c, ref)]
-    if right(mu):
+    if right(tau):
         suspects.clear(cands, right)
         return None
     named = suspects.name([(w, v) for w, v in cands if not right(v)],
-                          lambda v: _close(mu, v))
+                          lambda v: _close(tau, v))
     if named:
         return named
-    if mu > 1:
+    if tau > 1:
         return ("your step is larger than 1: clip it to [0, 1] (beyond 1 "
                 "the iterate leaves the l1 ball)")
-    if mu < 0:
-        return ("your step is negative: a sign error in phi'(mu) = "
-                "-2 sum_active c_i (a_i - mu c_i), or a missing clip to "
+    if tau < 0:
+        return ("your step is negative: a sign error in phi'(tau) = "
+                "-2 sum_active c_i (a_i - tau c_i), or a missing clip to "
                 "[0, 1]")
-    d = _dphi(mu, a, c)
+    d = _dphi(tau, a, c)
     side = ("phi still decreases there, so the minimiser is larger"
             if d < 0 else "phi increases there, so the minimiser is smaller")
-    return (f"phi'(mu) = {d:.3g} at your step: {side} (phi = "
+    return (f"phi'(tau) = {d:.3g} at your step: {side} (phi = "
             f"{_phi(ref, a, c):.6g} at the minimiser against your "
-            f"{_phi(mu, a, c):.6g}); check the active set you use on each "
+            f"{_phi(tau, a, c):.6g}); check the active set you use on each "
             "interval")
 
 
@@ -210,7 +210,7 @@ def _step_adversarial():
         (A([2.0, 3.0]), A([1.0, 1.0])),
         # breakpoints listed in decreasing order
         (A([0.9, 0.6, 0.3, 0.1, 1.0]), A([1.0, 1.0, 1.0, 1.0, 4.0])),
-        # phi'(0) >= 0: mu = 0; and a flat phi (c = 0 or inactive pairs)
+        # phi'(0) >= 0: tau = 0; and a flat phi (c = 0 or inactive pairs)
         (A([-1.0, 0.5]), A([1.0, -1.0])),
         (A([0.5, -1.0]), A([0.0, 2.0])),
         # ties of breakpoints, zeros in c
@@ -234,9 +234,9 @@ def _step_cases():
 
 
 def check_exact_step(fn, *, max_examples=119) -> CheckResult:
-    r"""Check ``fn(a, c) -> mu``, the exact step of FenchelRank (eq. (3.9)).
+    r"""Check ``fn(a, c) -> tau``, the exact step of FenchelRank (eq. (3.9)).
 
-    ``mu`` must minimise ``phi(mu) = sum_i max(0, a_i - mu c_i)^2`` over
+    ``tau`` must minimise ``phi(tau) = sum_i max(0, a_i - tau c_i)^2`` over
     ``[0, 1]``; any minimiser is accepted (``phi`` can be flat).  Recognised
     mistakes: a sign error (stepping along ``-c``), no clip to [0, 1], the
     unconstrained quadratic over all pairs or over the pairs active at 0
@@ -376,7 +376,7 @@ def _gap_parts(K, w, r):
 
     Document ``2k`` is row ``k`` of ``K`` with label 1, document ``2k + 1``
     is 0 with label 0, so the pair differences are the rows of ``K`` and
-    ``G = r^2 L`` with ``L`` the mean squared hinge at margin ``1/r``.
+    ``G`` is ``r^2`` times the mean squared hinge at margin ``1/r``.
     """
     p, m = K.shape
     X = np.zeros((2 * p, m))
@@ -385,7 +385,7 @@ def _gap_parts(K, w, r):
     qid = np.repeat(np.arange(p), 2)
     loss = PairwiseSquaredHinge(X, y, qid, margin=1.0 / r, normalize=True)
     G = r * r * float(loss.fun(w))
-    g = -r * r * np.asarray(loss.grad(w), dtype=np.float64)   # K^T d
+    g = -r * r * np.asarray(loss.grad(w), dtype=np.float64)   # K^T alpha
     return G, g
 
 
@@ -402,41 +402,43 @@ def _gap_mistakes(K, w, r):
     g_raw = K.T @ d_raw
     d_m1 = 2 * r * r / p * np.maximum(0.0, 1.0 - z)
     g_m1 = K.T @ d_m1
-    # P(d) - D(w) written out in full (eq. (3.5)) with unclipped residuals
+    # P(w) - D(alpha) written out in full (eq. (3.5)) with unclipped residuals
     f_raw = p / (4 * r * r) * d_raw @ d_raw - d_raw.sum() / r
     inf_raw = float(np.max(np.abs(g_raw)))
     fstar_raw = r * r / p * (1.0 / r - z) @ (1.0 / r - z)
-    clip = ("d_t must be non-negative: clip the residuals, "
-            "d_t = (2 r^2/p) max(0, 1/r - K w_t), and use the clipped "
-            "residuals in D(w_t) = -(r^2/p) ||max(0, 1/r - K w_t)||^2 too")
+    clip = ("alpha_t must be non-negative: clip the residuals, "
+            "alpha_t = (2 r^2/p) max(0, 1/r - K w_t), and use the clipped "
+            "residuals in P(w_t) = (r^2/p) ||max(0, 1/r - K w_t)||^2 too")
     return [
         (f_raw + inf_raw + f_star, clip),
         (f_raw + inf_raw + fstar_raw, clip),
         (f_d + inf + fstar_raw, clip),
         (d @ d / (4 * r * r) - d.sum() / r + inf + f_star,
-         "missing factor p in the quadratic term of f(d) = p/(4 r^2) "
-         "||d||^2 - ||d||_1 / r (eq. (3.5))"),
-        (inf + g @ w, "wrong sign of <g_t, w_t>: the gap is "
-         "||g_t||_inf - <g_t, w_t> with g_t = K^T d_t"),
-        (float(np.max(g)) - g @ w, "you take max_j g_j instead of "
-         "max_j |g_j|: the conjugate of the l1-ball indicator is the dual "
-         "norm ||K^T d||_inf"),
-        (inf + f_star, "missing the conjugate term f(d_t): "
-         "P(d_t) - D(w_t) = f(d_t) + ||K^T d_t||_inf + f*(-K w_t)"),
-        (inf + f_d, "missing the term f*(-K w_t) = G(w_t): "
-         "P(d_t) - D(w_t) = f(d_t) + ||K^T d_t||_inf + f*(-K w_t)"),
-        (inf, "missing the term -<g_t, w_t> (= f(d_t) + f*(-K w_t) by "
-         "Fenchel-Young at d_t)"),
+         "missing factor p in the quadratic term of f*(-alpha) = "
+         "p/(4 r^2) ||alpha||^2 - ||alpha||_1 / r (eq. (3.5))"),
+        (inf + g @ w, "wrong sign of <K^T alpha_t, w_t>: the gap is "
+         "||K^T alpha_t||_inf - <K^T alpha_t, w_t>"),
+        (float(np.max(g)) - g @ w, "you take max_j (K^T alpha_t)_j instead "
+         "of max_j |(K^T alpha_t)_j|: the conjugate of the l1-ball indicator "
+         "is the dual norm ||K^T alpha||_inf"),
+        (inf + f_star, "missing the conjugate term f*(-alpha_t): "
+         "P(w_t) - D(alpha_t) = f(K w_t) + f*(-alpha_t) + "
+         "||K^T alpha_t||_inf"),
+        (inf + f_d, "missing the term f(K w_t) = G(w_t): "
+         "P(w_t) - D(alpha_t) = f(K w_t) + f*(-alpha_t) + "
+         "||K^T alpha_t||_inf"),
+        (inf, "missing the term -<K^T alpha_t, w_t> (= f(K w_t) + "
+         "f*(-alpha_t) by Fenchel-Young at alpha_t)"),
         (inf + p / (4 * r * r) * d @ d + d.sum() / r + f_star,
          "wrong sign of the linear term of the conjugate: "
-         "f(d) = p/(4 r^2) ||d||^2 - ||d||_1 / r"),
+         "f*(-alpha) = p/(4 r^2) ||alpha||^2 - ||alpha||_1 / r"),
         (float(np.max(np.abs(g_raw))) - g_raw @ w, clip),
-        (0.5 * (inf - g @ w), "missing factor 2: d_t = (2 r^2/p) "
+        (0.5 * (inf - g @ w), "missing factor 2: alpha_t = (2 r^2/p) "
          "max(0, 1/r - K w_t), the derivative of the squared hinge"),
-        (2 * (inf - g @ w), "a factor 2 too many in d_t = (2 r^2/p) "
+        (2 * (inf - g @ w), "a factor 2 too many in alpha_t = (2 r^2/p) "
          "max(0, 1/r - K w_t)"),
-        (p * (inf - g @ w), "missing 1/p: d_t = (2 r^2/p) max(0, 1/r - K w_t) "
-         "(G averages over the p pairs)"),
+        (p * (inf - g @ w), "missing 1/p: alpha_t = (2 r^2/p) "
+         "max(0, 1/r - K w_t) (G averages over the p pairs)"),
         (float(np.max(np.abs(g_m1))) - g_m1 @ w, "margin 1 instead of 1/r: "
          "after w = w'/r the residuals are 1/r - K w"),
     ]
@@ -502,14 +504,14 @@ def _gap_cases():
 def check_duality_gap(fn, *, max_examples=100) -> CheckResult:
     r"""Check ``fn(K, w, r) -> gap``, FenchelRank's duality gap (eq. (3.7)).
 
-    ``K`` is the ``(p, m)`` pair-difference matrix, ``w`` a point of the
+    ``K`` is the ``(p, d)`` pair-difference matrix, ``w`` a point of the
     unit l1 ball and ``r`` the radius; the gap is
-    ``||g||_inf - <g, w>`` with ``g = K^T d``,
-    ``d = (2 r^2/p) max(0, 1/r - K w)``, equal to ``P(d) - D(w)``.
-    Recognised mistakes: the wrong sign of ``<g, w>``, ``max g`` instead of
-    ``max |g|``, a missing conjugate term, unclipped residuals (also in
-    ``P(d) - D(w)`` written out in full), a missing factor 2 or ``1/p``
-    (or ``p`` in ``f(d)``), the margin 1 instead of ``1/r``.
+    ``||K^T alpha||_inf - <K^T alpha, w>`` with
+    ``alpha = (2 r^2/p) max(0, 1/r - K w)``, equal to ``P(w) - D(alpha)``.
+    Recognised mistakes: the wrong sign of ``<K^T alpha, w>``, ``max`` instead
+    of ``max |.|``, a missing conjugate term, unclipped residuals (also in
+    ``P(w) - D(alpha)`` written out in full), a missing factor 2 or ``1/p``
+    (or ``p`` in ``f*(-alpha)``), the margin 1 instead of ``1/r``.
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """

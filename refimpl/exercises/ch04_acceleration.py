@@ -6,8 +6,8 @@ against a trusted reference on adversarial and random cases:
 * :func:`check_prox_grad_step` -- one proximal-gradient step for
   ``F(w) = C sum_p max(0, 1 - (K w)_p)^2 + lam ||w||_1`` (the book's eq.
   (4.4) with soft-thresholding, refimpl's :class:`~refimpl.penalties.L1`);
-* :func:`check_fista_momentum` -- one momentum update ``(w_k, w_{k-1},
-  t_k) -> (z_{k+1}, t_{k+1})`` (eq. (4.5));
+* :func:`check_fista_momentum` -- one momentum update ``(w_t, w_{t-1},
+  theta_t) -> (z_{t+1}, theta_{t+1})`` (eq. (4.5));
 * :func:`check_backtracking` -- the line search that multiplies ``L`` by
   ``eta`` until the majorisation test (eq. (4.7)) holds.
 
@@ -182,8 +182,8 @@ def check_prox_grad_step(fn, max_examples=80) -> CheckResult:
 def fista_momentum_reference(w, w_prev, t):
     r"""FISTA's momentum step, the trusted reference.
 
-    ``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2`` and
-    ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``.
+    ``theta_{t+1} = (1 + sqrt(1 + 4 theta_t^2))/2`` and
+    ``z_{t+1} = w_t + (theta_t - 1)/theta_{t+1} (w_t - w_{t-1})``.
     """
     t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
     return w + (t - 1.0) / t_next * (w - w_prev), t_next
@@ -192,14 +192,15 @@ def fista_momentum_reference(w, w_prev, t):
 def check_fista_momentum(fn, max_examples=80) -> CheckResult:
     r"""Check ``fn(w, w_prev, t) -> (z_next, t_next)``: FISTA's momentum step.
 
-    With ``w = w_k``, ``w_prev = w_{k-1}`` and ``t = t_k`` it must return
-    ``t_{k+1} = (1 + sqrt(1 + 4 t_k^2))/2`` and the next search point
-    ``z_{k+1} = w_k + (t_k - 1)/t_{k+1} (w_k - w_{k-1})``.
+    With ``w = w_t``, ``w_prev = w_{t-1}`` and ``t = theta_t`` it must return
+    ``theta_{t+1} = (1 + sqrt(1 + 4 theta_t^2))/2`` and the next search point
+    ``z_{t+1} = w_t + (theta_t - 1)/theta_{t+1} (w_t - w_{t-1})``.
 
-    Recognised mistakes: the coefficient ``(t_{k+1} - 1)/t_{k+1}`` or
-    ``(t_k - 1)/t_k`` (index off by one); ``t_{k+1}`` without the square
-    root, without squaring ``t_k``, or as ``t_k + 1/2``; the momentum added to
-    ``w_{k-1}`` instead of ``w_k``, or with the wrong sign.
+    Recognised mistakes: the coefficient ``(theta_{t+1} - 1)/theta_{t+1}``
+    or ``(theta_t - 1)/theta_t`` (index off by one); ``theta_{t+1}`` without
+    the square root, without squaring ``theta_t``, or as ``theta_t + 1/2``;
+    the momentum added to ``w_{t-1}`` instead of ``w_t``, or with the wrong
+    sign.
     """
     def diagnose(case):
         w, w_prev, t = case
@@ -217,40 +218,41 @@ def check_fista_momentum(fn, max_examples=80) -> CheckResult:
         t_next = float(t_next)
         if not math.isclose(t_next, t_ref, rel_tol=1e-12):
             msg = _first_match(t_next, [
-                (0.5 * (1 + 1 + 4 * t * t), "t_{k+1} lacks the square root: "
-                 "it is (1 + sqrt(1 + 4 t_k^2))/2"),
-                (0.5 * (1 + math.sqrt(1 + 4 * t)), "t_{k+1} uses t_k instead "
-                 "of t_k^2 under the square root"),
-                (0.5 * (1 + math.sqrt(1 + 2 * t * t)), "t_{k+1}: the factor "
+                (0.5 * (1 + 1 + 4 * t * t), "theta_{t+1} lacks the square "
+                 "root: it is (1 + sqrt(1 + 4 theta_t^2))/2"),
+                (0.5 * (1 + math.sqrt(1 + 4 * t)), "theta_{t+1} uses theta_t "
+                 "instead of theta_t^2 under the square root"),
+                (0.5 * (1 + math.sqrt(1 + 2 * t * t)), "theta_{t+1}: the factor "
                  "under the square root is 4, not 2"),
-                (t + 0.5, "t_{k+1} = t_k + 1/2 is only how fast t grows; the "
-                 "update is (1 + sqrt(1 + 4 t_k^2))/2"),
-                (0.5 * (1 + math.sqrt(1 + 4 * t * t)) - 1, "t_{k+1} is "
-                 "(1 + sqrt(1 + 4 t_k^2))/2; you subtract 1"),
-                (t, "you return t_k unchanged as t_next: return t_{k+1} = "
-                 "(1 + sqrt(1 + 4 t_k^2))/2"),
+                (t + 0.5, "theta_{t+1} = theta_t + 1/2 is only how fast "
+                 "theta grows; the update is (1 + sqrt(1 + 4 theta_t^2))/2"),
+                (0.5 * (1 + math.sqrt(1 + 4 * t * t)) - 1, "theta_{t+1} is "
+                 "(1 + sqrt(1 + 4 theta_t^2))/2; you subtract 1"),
+                (t, "you return theta_t unchanged as t_next: return "
+                 "theta_{t+1} = (1 + sqrt(1 + 4 theta_t^2))/2"),
             ])
-            return msg or ("t_next is not (1 + sqrt(1 + 4 t_k^2))/2")
+            return msg or ("t_next is not (1 + sqrt(1 + 4 theta_t^2))/2")
         if _close(z, z_ref):
             return None
         d = w - w_prev
         msg = _first_match(z, [
             (w + (t_ref - 1) / t_ref * d, "off by one in the momentum "
-             "coefficient: it is (t_k - 1)/t_{k+1}, you use (t_{k+1} - 1)"
-             "/t_{k+1}"),
+             "coefficient: it is (theta_t - 1)/theta_{t+1}, you use "
+             "(theta_{t+1} - 1)/theta_{t+1}"),
             (w + (t - 1) / t * d, "off by one in the momentum coefficient: it "
-             "is (t_k - 1)/t_{k+1}, you use (t_k - 1)/t_k"),
+             "is (theta_t - 1)/theta_{t+1}, you use (theta_t - 1)/theta_t"),
             (w + (t_ref - 1) / t * d, "the momentum "
-             "coefficient is (t_k - 1)/t_{k+1}: you swapped the indices"),
+             "coefficient is (theta_t - 1)/theta_{t+1}: you swapped the "
+             "indices"),
             (w_prev + (t - 1) / t_ref * d, "momentum applied to the wrong "
-             "point: z_{k+1} extrapolates from the new iterate w_k, not from "
-             "w_{k-1}"),
-            (w - (t - 1) / t_ref * d, "wrong sign of the momentum: z_{k+1} = "
-             "w_k + beta (w_k - w_{k-1}), a step further along w_k - w_{k-1}"),
-            (w, "z_{k+1} = w_k: no momentum at all (that is ISTA)"),
+             "point: z_{t+1} extrapolates from the new iterate w_t, not from "
+             "w_{t-1}"),
+            (w - (t - 1) / t_ref * d, "wrong sign of the momentum: z_{t+1} = "
+             "w_t + beta (w_t - w_{t-1}), a step further along w_t - w_{t-1}"),
+            (w, "z_{t+1} = w_t: no momentum at all (that is ISTA)"),
         ])
-        return msg or ("z_next differs from w_k + (t_k - 1)/t_{k+1} (w_k - "
-                       "w_{k-1})")
+        return msg or ("z_next differs from w_t + (theta_t - 1)/theta_{t+1} "
+                       "(w_t - w_{t-1})")
 
     def build(seed, d, k):
         rng = np.random.default_rng(seed)

@@ -182,8 +182,8 @@ def _gradient_diagnose(fn):
             ("the l2 term lam w belongs to the gradient in w only (F "
              "penalises w, not T)", np.outer(G, w) + lam * T,
              T.T @ G + lam * w),
-            ("wrong logistic derivative: d/dm log(1 + e^(-m)) = -1/(1 + "
-             "e^m), you used -1/(1 + e^(-m))", np.outer(Gs, w),
+            ("wrong logistic derivative: d/dx log(1 + e^(-x)) = -1/(1 + "
+             "e^x), you used -1/(1 + e^(-x))", np.outer(Gs, w),
              T.T @ Gs + lam * w),
             ("the gradient in T is grad_l w^T: the factor w is missing",
              np.outer(G, np.ones_like(w)), T.T @ G + lam * w),

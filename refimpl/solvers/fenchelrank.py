@@ -161,26 +161,31 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
                 line_search="auto", callback=None, variant="paper"):
     r"""Solve eq. 4 by FenchelRank (Lai et al. 2013, Algorithm 1).
 
-    Starting from ``w_1 = 0``, each iteration forms the dual point and the
-    gradient of eq. 12,
+    Starting from ``w_1 = 0``, each iteration forms the dual point of
+    eq. 12 (the paper's ``d_t``, the book's ``alpha_t``) and the gradient,
 
     .. math::
 
-        d_t = \tfrac{2r^2}{p} \max(0, \tfrac1r - K w_t), \qquad
-        g_t = K^T d_t = -\nabla G(w_t) = -r^2 \nabla L(w_t),
+        \alpha_t = \tfrac{2r^2}{p} \max(0, \tfrac1r - K w_t), \qquad
+        K^T \alpha_t = -\nabla G(w_t) = -r^2 \nabla \ell(w_t),
 
-    takes the greedy vertex ``s e_{j_t}``, ``j_t = argmax_j |g_t|_j``,
-    ``s = sign(g_{t, j_t})`` (``sign(0) = +1``) and moves towards it:
-    ``w_{t+1} = (1 - mu_t) w_t + mu_t s e_{j_t}`` (eq. 18), which keeps
+    with ``ell`` the loss object (the mean squared hinge at margin ``1/r``),
+    takes the greedy vertex ``s e_{j_t}``,
+    ``j_t = argmax_j |(K^T alpha_t)_j|``, ``s = sign((K^T alpha_t)_{j_t})``
+    (``sign(0) = +1``) and moves towards it with the step ``tau_t``:
+    ``w_{t+1} = (1 - tau_t) w_t + tau_t s e_{j_t}`` (eq. 18), which keeps
     ``||w||_1 <= 1``.  FenchelRank is thus the Frank-Wolfe method on the l1
     ball, and its stopping criterion is the Frank-Wolfe gap.
 
-    Stopping rule (eqs. 16-17): with ``D(w) = -G(w)`` and ``P`` of eq. 11,
+    Stopping rule (eqs. 16-17): with the book's primal ``P(w) = G(w)`` on
+    the ball and dual ``D(alpha)`` (the paper's eq. 11 names them the other
+    way round: its dual is ``-G(w)``, its primal ``P(d) = -D(alpha)``),
 
     .. math::
 
-        P(d_t) - D(w_t) = \|g_t\|_\infty + \langle d_t, -K w_t\rangle
-                        = \|g_t\|_\infty - g_t^T w_t \le \mathrm{tol},
+        P(w_t) - D(\alpha_t) = \|K^T\alpha_t\|_\infty
+                               - \langle K^T\alpha_t, w_t\rangle
+                             \le \mathrm{tol},
 
     which bounds ``G(w_t) - G^*`` (Theorem 2).  Since ``G(0) = 1``, ``tol``
     is relative to the objective at the start.
@@ -201,9 +206,9 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     max_iter : int, default=1000
         The ``T`` of Algorithm 1: maximum number of updates.
     step : {"exact", "closed_form", "theory"}, default="exact"
-        ``"exact"``: ``mu_t = argmax_{0 <= mu <= 1} D(w_t + mu b_t)``
-        (eqs. 19-21); ``"closed_form"``: the rule after eq. 21, corrected
-        (see Notes); ``"theory"``: ``mu_t = min(1, gap_t / (8 r^2))``, the
+        ``"exact"``: ``tau_t = argmin_{0 <= tau <= 1} G(w_t + tau b_t)``
+        (eqs. 19-21, the paper's maximum of its dual ``-G``);
+        ``"closed_form"``: the rule after eq. 21, corrected (see Notes); ``"theory"``: ``tau_t = min(1, gap_t / (8 r^2))``, the
         step of the proof of Theorem 1 with the certified gap in place of
         the unknown ``epsilon_t``.
     line_search : {"auto", "blocks", "pairs", "newton"}, default="auto"
@@ -215,7 +220,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         from ``loss.label_blocks()``, the exact step in one pass that keeps
         only the breakpoints near the last step (see Notes; ``variant=
         "paper"``, dense ``X``, all pairs); ``"newton"``: safeguarded Newton
-        on ``L(w_t + mu b_t)``: with the selection-tree backend on the
+        on ``ell(w_t + tau b_t)``: with the selection-tree backend on the
         scores alone (see *Tree backend* in Notes), with any other loss
         through ``fun``/``grad``/``hess_vec`` only; ``"auto"``:
         ``"blocks"`` for the paper's variant with the exact step when the
@@ -224,7 +229,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     callback : callable, optional
         ``callback(w, info)`` after every update, ``w`` a copy of the new
         iterate, ``info`` a dict with ``iter``, ``D``, ``P``, ``gap``,
-        ``mu``, ``j``.
+        ``mu`` (the step ``tau_t``), ``j``.
     variant : {"paper", "pairwise", "away", "face_newton"}, default="paper"
         ``"paper"``: Algorithm 1 as printed (the Frank-Wolfe step towards
         ``s e_j``).  ``"pairwise"``: the pairwise Frank-Wolfe step, which
@@ -241,10 +246,11 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     SolverResult
         ``w`` in the unit l1 ball.  ``history`` has entry 0 for ``w_1 = 0``
         and entry ``k`` for the iterate after ``k`` updates: ``"D"``
-        (``-G``), ``"P"`` (``D + gap``, eq. 11), ``"gap"`` (eq. 16),
-        ``"mu"`` and ``"j"`` (step and feature of the update that produced
-        the iterate; ``nan`` and ``-1`` at entry 0), ``"nnz"`` (non-zero
-        weights), ``"ls_eval"`` (line-search evaluations of that update) and
+        (``-G``, the paper's dual objective: minus the book's ``P``),
+        ``"P"`` (``D + gap``, the paper's primal of eq. 11: minus the book's
+        ``D``), ``"gap"`` (eq. 16), ``"mu"`` and ``"j"`` (step ``tau_t``
+        and feature of the update that produced the iterate; ``nan`` and
+        ``-1`` at entry 0), ``"nnz"`` (non-zero weights), ``"ls_eval"`` (line-search evaluations of that update) and
         ``"time"``.
 
     Raises
@@ -268,8 +274,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     Notes
     -----
     *Exact step.*  With ``a = 1/r - K w_t`` and ``c = K b_t``,
-    ``G(w_t + mu b_t) = (r^2/p) phi(mu)``,
-    ``phi(mu) = sum_i max(0, a_i - mu c_i)^2`` (eq. 20); ``phi`` is a convex
+    ``G(w_t + tau b_t) = (r^2/p) phi(tau)``,
+    ``phi(tau) = sum_i max(0, a_i - tau c_i)^2`` (eq. 20); ``phi`` is a convex
     piecewise quadratic with ``phi'(0) = -(p/r^2) gap_t < 0``.  The
     sorted-breakpoint search returns its smallest minimiser on [0, 1],
     Newton a minimiser (the same one, up to rounding, when it is unique).
@@ -285,7 +291,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     its label, :func:`refimpl.pairs.label_blocks`), so a pass over ``P``
     needs no index arrays and runs in vector lanes
     (``refimpl.kernels._blocklanes``).  The scores ``z = X w`` follow
-    eq. 18 as ``z + mu (s x_j - z)`` (recomputed every
+    eq. 18 as ``z + tau (s x_j - z)`` (recomputed every
     :data:`REFRESH_EVERY` updates, and before stopping, so that eq. 17 is
     tested at fresh scores); ``u = X b = s x_j - z`` needs one column of
     ``X``.  The exact step makes one pass that forms ``S_ac``, ``S_cc`` and
@@ -297,20 +303,22 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     features in the same order in every fit of the runner's grid.
 
     *Closed-form step.*  The paper prints
-    ``mu_t = max(min(0, <d_t, K b_t> / ||K b_t||^2), 1)``, which is always 1
+    ``tau_t = max(min(0, <alpha_t, K b_t> / ||K b_t||^2), 1)``, which is
+    always 1
     (``min(0, .) <= 0``); the intended clipping is ``min(max(0, .), 1)``.  The
     scaling is also off: the rule of Shalev-Shwartz & Singer maximises the
-    lower bound (28) on the dual increase,
-    ``mu <d_t, K b_t> - (r^2/p) mu^2 ||K b_t||^2``, whose maximiser is
+    lower bound (28) on the decrease of ``G`` (the paper's dual increase),
+    ``tau <alpha_t, K b_t> - (r^2/p) tau^2 ||K b_t||^2``, whose maximiser is
 
     .. math::
 
-        \mu_t = \min\Bigl(1, \max\Bigl(0,
-                \frac{\langle d_t, K b_t\rangle}{2 (r^2/p) \|K b_t\|^2}
+        \tau_t = \min\Bigl(1, \max\Bigl(0,
+                \frac{\langle \alpha_t, K b_t\rangle}{2 (r^2/p) \|K b_t\|^2}
                 \Bigr)\Bigr),
-        \qquad \langle d_t, K b_t\rangle = g_t^T b_t = \mathrm{gap}_t .
+        \qquad \langle \alpha_t, K b_t\rangle = (K^T\alpha_t)^T b_t
+                = \mathrm{gap}_t .
 
-    It never decreases ``D``, and it equals the exact step when every pair
+    It never increases ``G``, and it equals the exact step when every pair
     with ``(K b_t)_i != 0`` stays active on ``[0, mu_t]`` (then (28) holds
     with equality).  ``||K b_t||^2`` is a sum over
     explicit pairs when the loss has them, otherwise ``b^T H_0 b / (2/p)``
@@ -318,18 +326,19 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 
     *Theory step.*  Inequality (31) uses ``||K b_t||^2 <= 4 p``, true when
     the features lie in [0, 1] (then ``|K_ij| <= 1``); for other data the
-    ``"theory"`` step can overshoot and decrease ``D``.
+    ``"theory"`` step can overshoot and increase ``G``.
 
-    *Fast variants.*  The l1 ball is the convex hull of the ``2n`` signed
+    *Fast variants.*  The l1 ball is the convex hull of the ``2d`` signed
     vertices ``+-e_j``; the iterate is kept as a convex combination
-    ``w = sum_v alpha_v v + alpha_0 0`` of the vertices in use (its *active
-    set*) and the origin, which carries the slack ``1 - sum_v alpha_v``.
+    ``w = sum_v omega_v v + omega_0 0`` of the vertices in use (its *active
+    set*) and the origin, which carries the slack ``1 - sum_v omega_v``.
     The away vertex ``v_t`` is the active one worst for the dual objective,
-    ``argmin_{alpha_v > 0} g_t^T v`` (the origin scores 0).  The pairwise
-    step moves weight ``mu`` in ``[0, alpha_{v_t}]`` from ``v_t`` to the
-    greedy vertex ``s e_j``: ``w + mu (s e_j - v_t)``, a direction with one
-    or two non-zeros.  The away step takes ``w + mu (w - v_t)``,
-    ``mu <= alpha_v / (1 - alpha_v)``, when ``g^T (w - v_t)`` exceeds the
+    ``argmin_{omega_v > 0} (K^T alpha_t)^T v`` (the origin scores 0).  The
+    pairwise step moves weight ``tau`` in ``[0, omega_{v_t}]`` from ``v_t`` to the
+    greedy vertex ``s e_j``: ``w + tau (s e_j - v_t)``, a direction with one
+    or two non-zeros.  The away step takes ``w + tau (w - v_t)``,
+    ``tau <= omega_v / (1 - omega_v)``, when ``(K^T alpha_t)^T (w - v_t)``
+    exceeds the
     Frank-Wolfe gap, else the paper's step.  Both use the exact step on
     their segment, so ``G`` decreases monotonically, and a step that reaches
     the end of its segment drops ``v_t`` from the active set.  On a polytope
@@ -345,7 +354,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     ``s e_j`` is not in the active set (it adds a feature).  Otherwise
     ``s e_j`` lies on the current face -- the support ``S`` of ``w`` with its
     signs, and ``||w||_1 = 1`` when the slack is 0 -- and the step is Newton's
-    on that face: ``d_S = -H_SS^{-1} grad_S L`` (``H`` the generalised
+    on that face: ``d_S = -H_SS^{-1} grad_S ell`` (``H`` the generalised
     Hessian, plus ``1e-12`` of its mean diagonal), projected on
     ``sigma^T d = 0`` when on the sphere and the unprojected ``d`` would
     leave it, cut by a ratio test at the first weight that reaches 0 or at
@@ -358,7 +367,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     LETOR data.
 
     The stopping rule is eq. 17 computed exactly as in Algorithm 1:
-    ``gap_t = ||g_t||_inf - g_t^T w_t`` bounds ``G(w_t) - G^*`` for *any*
+    ``gap_t = ||K^T alpha_t||_inf - (K^T alpha_t)^T w_t`` bounds
+    ``G(w_t) - G^*`` for *any*
     feasible ``w_t`` (Theorem 2 uses only ``||w_t||_1 <= 1``), so the
     variants certify the same thing.  With explicit pairs and the
     ``"pairs"`` line search they keep the scores ``z = X w`` and update them

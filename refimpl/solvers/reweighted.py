@@ -4,7 +4,7 @@ Algorithm 2 of Laporte, Flamary, Canu, Déjean & Mothe (2014): minimise
 
 .. math::
 
-    F(w) = f(w) + \sum_j g(|w_j|), \qquad f = C J_1 \ \text{(smooth, convex)},
+    F(w) = f(w) + \sum_j g(|w_j|), \qquad f = C \ell \ \text{(smooth, convex)},
 
 with ``g`` concave and non-decreasing on ``[0, inf)``, by solving a sequence
 of weighted-l1 problems (their eq. 13)
