@@ -71,6 +71,30 @@ _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 AUTO_TREE_MIN_PAIRS = 2**22
 
 
+def _finish(converged, gap, tol, max_iter, who="FenchelRank", stacklevel=2):
+    """The stopping message of every path, and the budget's warning.
+
+    ``converged``: eq. 17 certified ``gap <= tol``; otherwise the budget
+    ``max_iter`` is spent and a ``ConvergenceWarning`` names the solver
+    ``who`` (``stacklevel`` counts from the caller, as in ``warnings.warn``).
+    """
+    if converged:
+        return f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
+    message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
+    warnings.warn(f"{who} did not converge: {message}; increase max_iter or tol",
+                  ConvergenceWarning, stacklevel=stacklevel + 1)
+    return message
+
+def _record(history, callback, w, n_iter, values):
+    """Append one row of ``_HISTORY_KEYS`` and report it to ``callback``."""
+    for key, value in zip(_HISTORY_KEYS, values):
+        history[key].append(value)
+    if callback is not None and n_iter > 0:
+        D, P, gap, mu, j = values[:5]
+        callback(w.copy(), {"iter": n_iter, "D": D, "P": P, "gap": gap,
+                            "mu": mu, "j": j})
+
+
 def auto_backend(n_pairs, n_samples, which="all"):
     """The loss backend FenchelRank's ``backend="auto"`` asks for.
 
@@ -507,23 +531,10 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         D = -r2 * Lw
         values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
                   n_ls, time.perf_counter() - start)
-        for key, value in zip(_HISTORY_KEYS, values):
-            history[key].append(value)
-        if callback is not None and n_iter > 0:
-            callback(w.copy(), {"iter": n_iter, "D": D, "P": D + gap,
-                                "gap": gap, "mu": mu_last, "j": j_last})
-        if gap <= tol:
-            converged = True
-            message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
-            break
-        if n_iter >= max_iter:
-            message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
-            warnings.warn(
-                f"FenchelRank did not converge: {message}; increase max_iter "
-                "or tol",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        _record(history, callback, w, n_iter, values)
+        if gap <= tol or n_iter >= max_iter:
+            converged = gap <= tol
+            message = _finish(converged, gap, tol, max_iter, stacklevel=2)
             break
         n_iter += 1
         b = -w
@@ -664,16 +675,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     n_iter = int(istate[_k.RUN_ITER])
     gap = float(fstate[_k.RUN_GAP])
     converged = status == _k.RUN_CONVERGED
-    if converged:
-        message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
-    else:
-        message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
-        warnings.warn(
-            f"FenchelRank did not converge: {message}; increase max_iter "
-            "or tol",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    message = _finish(converged, gap, tol, max_iter, stacklevel=3)
     records = hist[:, :istate[_k.RUN_RECORDS]]
     history = {key: records[row].tolist()
                for row, key in enumerate(_k.RUN_HISTORY)}
@@ -1142,23 +1144,11 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
         D = -r2 * Lw
         values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
                   n_ls, time.perf_counter() - start)
-        for key, value in zip(_HISTORY_KEYS, values):
-            history[key].append(value)
-        if callback is not None and n_iter > 0:
-            callback(w.copy(), {"iter": n_iter, "D": D, "P": D + gap,
-                                "gap": gap, "mu": mu_last, "j": j_last})
-        if gap <= tol:
-            converged = True
-            message = f"eq. 17 holds: gap = {gap:.3e} <= tol = {tol:.1e}"
-            break
-        if n_iter >= max_iter:
-            message = f"max_iter = {max_iter} reached: gap = {gap:.3e} > tol = {tol:.1e}"
-            warnings.warn(
-                f"FenchelRank ({variant}) did not converge: {message}; "
-                "increase max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        _record(history, callback, w, n_iter, values)
+        if gap <= tol or n_iter >= max_iter:
+            converged = gap <= tol
+            message = _finish(converged, gap, tol, max_iter,
+                              f"FenchelRank ({variant})", stacklevel=3)
             break
         if fresh and space is not None and tree is None:
             # the loss's evaluation at w replaces the score-space one
