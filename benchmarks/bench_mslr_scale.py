@@ -275,7 +275,7 @@ def main_full(args, root, methods, out):
 
 def load_only(root):
     """Load the fold as a task does, in its own process: (seconds, peak RSS bytes)."""
-    code = ("import time; from refimpl.experiments.runner import load_fold; "
+    code = ("import time; from refimpl.experiments.folds import load_fold; "
             f"t = time.perf_counter(); load_fold('MSLR-WEB10K', 1, {str(root)!r}); "
             "print(time.perf_counter() - t)")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,

@@ -61,7 +61,7 @@ def _parse_grid(items):
     """``["fenchelrank:r=4,8", ...]`` -> ``{"fenchelrank": {"r": [4, 8]}}``.
 
     The values are checked against the parameters' ranges later, by
-    :func:`refimpl.experiments.runner.validate_config`; here an item that
+    :func:`refimpl.experiments.config.validate_config`; here an item that
     does not parse, an empty value and a parameter given twice are errors.
     """
     grids = {}
@@ -207,9 +207,9 @@ def main(argv=None):
     if args.command == "methods":
         _print_methods(args.verbose)
         return 0
-    from .experiments.runner import _sigterm_unwinds
+    from .experiments.interrupts import sigterm_unwinds
 
-    with _sigterm_unwinds():
+    with sigterm_unwinds():
         return _run_command(args)
 
 

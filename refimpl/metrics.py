@@ -109,6 +109,8 @@ __all__ = [
     "ndcg_at_k",
     "pairwise_accuracy",
     "precision_at_k",
+    "QueryTables",
+    "query_tables",
     "sparsity_ratio",
 ]
 
@@ -368,6 +370,74 @@ def _reduce(table, scalar, per_query):
 # --------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------
+
+
+class QueryTables(NamedTuple):
+    """Every measure of :func:`evaluate`, per query (:func:`query_tables`).
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Attributes
+    ----------
+    ndcg, precision : ndarray of shape (n_queries, n_ks)
+        NDCG@k and P@k of each query, one column per cutoff.
+    mean_ndcg, ap : ndarray of shape (n_queries,)
+        Mean NDCG and average precision of each query.
+    n_correct, n_pairs : int
+        Preference pairs ordered correctly, and all of them.
+    """
+
+    ndcg: np.ndarray
+    mean_ndcg: np.ndarray
+    precision: np.ndarray
+    ap: np.ndarray
+    n_correct: int
+    n_pairs: int
+
+
+def query_tables(y_grouped, scores_grouped, indptr, ks, *, convention="letor4",
+                 ties="input"):
+    """Every measure of :func:`evaluate`, per query, of documents already
+    checked and grouped by query.
+
+    For a caller that validated and grouped its data once
+    (:class:`refimpl._validation.RankingProblem`) and evaluates many
+    rankings of them: the documents are ranked once and nothing is checked
+    or grouped again, so the numbers are those of :func:`evaluate`,
+    ``ndcg_at_k(..., per_query=True)`` and
+    ``average_precision(..., per_query=True)``.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Parameters
+    ----------
+    y_grouped : ndarray of shape (n_samples,)
+        Checked labels, the documents of each query contiguous.
+    scores_grouped : ndarray of shape (n_samples,)
+        Checked float64 scores in the same order.
+    indptr : ndarray of shape (n_queries + 1,)
+        Query ``i`` holds documents ``indptr[i]:indptr[i + 1]``.
+    ks : sequence of int
+        Cutoffs for NDCG@k and P@k.
+    convention, ties
+        As in :func:`ndcg_at_k`.
+
+    Returns
+    -------
+    QueryTables
+    """
+    conv = _get_convention(convention)
+    ties = _check_ties(ties)
+    ks, _ = _check_ks(ks, name="ks")
+    indptr = np.asarray(indptr)
+    qcode = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    _check_graded(y_grouped)
+    order = _rank_order(y_grouped, scores_grouped, qcode, ties)
+    nd, nd_mean = _ndcg_tables(y_grouped, qcode, indptr, order, ks, conv)
+    prec, ap = _precision_tables(y_grouped, indptr, order, ks, conv)
+    n_correct, n_pairs, _ = _pairwise_counts(y_grouped, scores_grouped, qcode,
+                                             indptr)
+    return QueryTables(nd, nd_mean, prec, ap, n_correct, n_pairs)
 
 
 def ndcg_at_k(y, scores, qid=None, k=10, *, convention="letor4",
@@ -716,19 +786,19 @@ def evaluate(y, scores, qid=None, *, ks=(1, 3, 5, 10), convention="letor4",
 
     Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     """
-    r = _rank(y, scores, qid, convention, ties, ks, k_name="ks")
-    ks_arr = r.ks
-    nd, nd_mean = _ndcg_tables(r.y, r.qcode, r.indptr, r.order, ks_arr, r.conv)
-    prec, ap = _precision_tables(r.y, r.indptr, r.order, ks_arr, r.conv)
+    conv = _get_convention(convention)
+    ties = _check_ties(ties)
+    ks_arr, _ = _check_ks(ks, name="ks")
+    y_g, s_g, _, groups = _prepare(y, scores, qid)
+    t = query_tables(y_g, s_g, groups.indptr, ks_arr, convention=conv, ties=ties)
     result = {}
     for j, k in enumerate(ks_arr):
-        result[f"NDCG@{k}"] = float(nd[:, j].mean())
+        result[f"NDCG@{k}"] = float(t.ndcg[:, j].mean())
     for j, k in enumerate(ks_arr):
-        result[f"P@{k}"] = float(prec[:, j].mean())
-    result["MAP"] = float(ap.mean())
-    result["MeanNDCG"] = float(nd_mean.mean())
-    n_correct, n_pairs, _ = _pairwise_counts(r.y, r.s, r.qcode, r.indptr)
+        result[f"P@{k}"] = float(t.precision[:, j].mean())
+    result["MAP"] = float(t.ap.mean())
+    result["MeanNDCG"] = float(t.mean_ndcg.mean())
     result["PairwiseAccuracy"] = (
-        n_correct / n_pairs if n_pairs else float("nan")
+        t.n_correct / t.n_pairs if t.n_pairs else float("nan")
     )
     return result

@@ -29,7 +29,7 @@ from refimpl.data import load_letor, make_synthetic_letor, write_letor
 from refimpl.datasets import MANIFEST, REGISTRY, fetch_letor, prepare_letor
 from refimpl.estimators import RankSVM
 from refimpl.exceptions import DataError, EmptyModelWarning
-from refimpl.experiments import runner, snapshots
+from refimpl.experiments import snapshots, tables, task_cache
 from test_datasets import PARTS, isolated_env, make_zip, mq_rar_content  # noqa: F401
 
 # --------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_fuzzed_fingerprint_memo_never_crashes(tmp_path, data):
 _TASK = types.SimpleNamespace(
     cache_key="k" * 64, key="t" * 16, dataset="FAKE", fold=1, params={"C": 1.0},
     method=types.SimpleNamespace(name="ranksvm"))
-_ENTRY = {"schema": runner.CACHE_SCHEMA, "key": _TASK.cache_key,
+_ENTRY = {"schema": task_cache.CACHE_SCHEMA, "key": _TASK.cache_key,
           "task_key": _TASK.key, "row": {"dataset": "FAKE", "fold": 1},
           "per_query": {"qid": [1], "AP": [0.5]}, "checksum": "0" * 64}
 
@@ -266,7 +266,7 @@ def test_fuzzed_runner_cache_entry_never_crashes(tmp_path, data):
     path.write_text(data.draw(damaged(_ENTRY)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert runner._cache_load(path, _TASK) is None
+        assert task_cache.cache_load(path, _TASK) is None
     assert len(caught) == 1 and str(path) in str(caught[0].message)
 
 
@@ -280,10 +280,10 @@ def test_fuzzed_run_json_never_crashes(tmp_path, data):
     path = tmp_path / "run.json"
     path.write_text(data.draw(damaged(_RUN)))
     info = {"dataset": "FAKE", "n_fitted": 0, "config": _RUN["config"],
-            **{k: 0 for k in runner._HISTORY_KEYS}}
+            **{k: 0 for k in tables.HISTORY_KEYS}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        past = runner._history(path, info)
+        past = tables.history(path, info)
     assert isinstance(past, list)
     assert all(str(path) in str(w.message) for w in caught)
 

@@ -21,7 +21,7 @@ from refimpl import data
 from refimpl.__main__ import build_parser, main
 from refimpl.exceptions import DataError
 from refimpl.experiments import ExperimentConfig, run, validate_config
-from refimpl.experiments import runner
+from refimpl.experiments import folds, task_cache
 from refimpl.experiments.registry import METHODS
 
 # --------------------------------------------------------------------------
@@ -307,12 +307,12 @@ def test_single_file_loader_offers_query_level_norm(raw_root):
 def test_keys_of_a_raw_run_are_unchanged_and_normalised_ones_differ():
     m = METHODS["ranksvm"]
     params = {"C": 1.0}
-    assert runner._task_key("MQ2008", 1, m, params) == runner._task_key(
+    assert task_cache.task_key("MQ2008", 1, m, params) == task_cache.task_key(
         "MQ2008", 1, m, params, None)
-    keys = {runner._task_key("MQ2008", 1, m, params, n)
+    keys = {task_cache.task_key("MQ2008", 1, m, params, n)
             for n in (None, "query", "standard")}
     assert len(keys) == 3
-    ckeys = {runner._cache_key("MQ2008", 1, m, params, "d" * 64, n)
+    ckeys = {task_cache.cache_key("MQ2008", 1, m, params, "d" * 64, n)
              for n in (None, "query", "standard")}
     assert len(ckeys) == 3
 
@@ -339,8 +339,8 @@ def test_run_with_and_without_normalisation_keeps_separate_caches(tmp_path):
     assert run(config("query")).n_cached == 1
     assert run(config(None)).n_cached == 1
     # the raw and the normalised fold differ, and each is what the loader gives
-    f_raw = runner.load_fold("synthetic:20", 1)
-    f_q = runner.load_fold("synthetic:20", 1, normalize="query")
+    f_raw = folds.load_fold("synthetic:20", 1)
+    f_q = folds.load_fold("synthetic:20", 1, normalize="query")
     np.testing.assert_array_equal(
         f_q.train.X, data.query_level_normalize(f_raw.train.X, f_raw.train.qid))
     assert f_q.normalize == "query" and f_raw.normalize is None

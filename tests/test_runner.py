@@ -350,12 +350,12 @@ def test_cli_dask_local_cluster(tiny_root, tmp_path):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_runners_evaluation_is_the_metrics_modules(seed):
-    """``runner._evaluate`` ranks a validated split once; its numbers are
+    """``runner.evaluate_split`` ranks a validated split once; its numbers are
     ``metrics.evaluate``'s and the per-query ``ndcg_at_k`` and
     ``average_precision``, exactly (queries out of order, tied scores, a
     query without a relevant document)."""
     from refimpl._validation import ranking_problem
-    from refimpl.experiments import runner
+    from refimpl.experiments import config, runner
 
     rng = np.random.default_rng(seed)
     n = 120
@@ -363,15 +363,15 @@ def test_the_runners_evaluation_is_the_metrics_modules(seed):
     y = rng.integers(0, 3, size=n).astype(float)
     y[qid == 0] = 0.0
     scores = rng.integers(0, 4, size=n).astype(float)       # many ties
-    values, per_query = runner._evaluate(
+    values, per_query = runner.evaluate_split(
         ranking_problem(rng.normal(size=(n, 3)), y, qid), scores)
-    expected = metrics.evaluate(y, scores, qid, ks=runner.KS)
+    expected = metrics.evaluate(y, scores, qid, ks=config.KS)
     assert values.keys() == expected.keys()
     assert all(v == values[k] or (np.isnan(v) and np.isnan(values[k]))
                for k, v in expected.items())
     assert per_query["qid"] == sorted(set(qid.tolist()))
-    nd = metrics.ndcg_at_k(y, scores, qid, k=list(runner.PER_QUERY_KS), per_query=True)
-    for j, k in enumerate(runner.PER_QUERY_KS):
+    nd = metrics.ndcg_at_k(y, scores, qid, k=list(config.PER_QUERY_KS), per_query=True)
+    for j, k in enumerate(config.PER_QUERY_KS):
         assert per_query[f"NDCG@{k}"] == nd[:, j].tolist()
     assert per_query["AP"] == metrics.average_precision(y, scores, qid,
                                                         per_query=True).tolist()
@@ -382,20 +382,21 @@ def test_shared_first_stages_run_first_and_once(tiny_root, tmp_path):
     runner submits one task per (fold, k) first and passes a stage cache
     (``memory``) keyed by the code's hash, so each LifeRank is fitted once;
     the tables keep the grid's order and equal a run without the cache."""
-    from refimpl.experiments.runner import _stage_first, _Task
+    from refimpl.experiments.runner import stage_first
+    from refimpl.experiments.task_cache import Task
 
     grids = {"liferank-ranksvm-hinge": {"n_components": [2, 3], "C": [0.1, 1.0, 10.0]}}
     cfg = config(tiny_root, out=tmp_path / "a", methods=("liferank-ranksvm-hinge",),
                  grids=grids, folds=(1,))
     plan = validate_config(cfg)
     method = plan.methods[0]
-    tasks = [_Task("d", None, 1, method, p, i, key=str(i), stage_cache="x")
+    tasks = [Task("d", None, 1, method, p, i, key=str(i), stage_cache="x")
              for i, p in enumerate(plan.grids[method.name])]
-    order = [(t.params["n_components"], t.params["C"]) for t in _stage_first(tasks)]
+    order = [(t.params["n_components"], t.params["C"]) for t in stage_first(tasks)]
     assert order[:2] == [(2, 0.1), (3, 0.1)]
     assert sorted(order) == sorted((t.params["n_components"], t.params["C"])
                                    for t in tasks)
-    assert [t.index for t in _stage_first([dataclasses.replace(t, stage_cache=None)
+    assert [t.index for t in stage_first([dataclasses.replace(t, stage_cache=None)
                                            for t in tasks])] == list(range(6))
 
     cached = run(cfg)

@@ -24,7 +24,8 @@ import pytest
 from refimpl import _io, data
 from refimpl.__main__ import main
 from refimpl.exceptions import DataError
-from refimpl.experiments import METHODS, ExperimentConfig, run, runner, validate_config
+from refimpl.experiments import (METHODS, ExperimentConfig, folds, run, task_cache,
+                                 validate_config)
 from refimpl.experiments.registry import ParamRange
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +100,7 @@ def test_changed_data_are_fitted_again_without_refit(fake, tmp_path):
     info = json.loads((out / "FAKE" / "run.json").read_text())
     assert info["data_fingerprints"]["1"]["sha256"] != \
         first.info["data_fingerprints"]["1"]["sha256"]
-    assert info["code_sha256"] == runner.code_hash()
+    assert info["code_sha256"] == task_cache.code_hash()
 
 
 def test_changed_data_on_the_command_line(fake, tmp_path, capsys):
@@ -120,15 +121,15 @@ def test_same_size_same_mtime_rewrite_changes_the_fingerprint(fake):
     for f in files:
         os.utime(f, ns=(past, past))
     memo = {}
-    before = runner._fingerprint("FAKE", 1, str(fake), memo)
-    assert all(not runner._racy(e) for e in memo.values())
+    before = task_cache.fingerprint("FAKE", 1, str(fake), memo)
+    assert all(not task_cache.racy_entry(e) for e in memo.values())
     sizes = [f.stat().st_size for f in files]
     write_fake(fake, seed=1, labels_seed=3)   # same sizes, other labels
     for f in files:
         os.utime(f, ns=(past, past))
     assert [f.stat().st_size for f in files] == sizes
     assert [f.stat().st_mtime_ns for f in files] == [past] * 3
-    after = runner._fingerprint("FAKE", 1, str(fake), memo)
+    after = task_cache.fingerprint("FAKE", 1, str(fake), memo)
     assert after["digest"] != before["digest"]
 
 
@@ -139,13 +140,13 @@ def test_fingerprint_memo_spares_rehashing(fake, tmp_path, monkeypatch):
     hashed = []
     real = _io.file_hash
     monkeypatch.setattr(_io, "file_hash", lambda p, *a: hashed.append(p) or real(p, *a))
-    monkeypatch.setattr(runner, "_FILE_MEMO", {})
+    monkeypatch.setattr(task_cache, "FILE_MEMO", {})
     out = tmp_path / "out"
     run(cfg(fake, out))
     assert len(hashed) == 3                   # train, vali, test
     memo_file = out / "FAKE" / "cache" / "fingerprints.json"
     assert memo_file.is_file()
-    monkeypatch.setattr(runner, "_FILE_MEMO", {})   # a new process: the file only
+    monkeypatch.setattr(task_cache, "FILE_MEMO", {})   # a new process: the file only
     second = run(cfg(fake, out))
     assert len(hashed) == 3 and second.n_cached == 2
     # a damaged memo is reported and the files hashed again, with the same result
@@ -153,17 +154,17 @@ def test_fingerprint_memo_spares_rehashing(fake, tmp_path, monkeypatch):
     first_path = next(iter(stored["files"]))
     stored["files"][first_path]["sha256"] = "0" * 64
     memo_file.write_text(json.dumps(stored))
-    monkeypatch.setattr(runner, "_FILE_MEMO", {})
+    monkeypatch.setattr(task_cache, "FILE_MEMO", {})
     with pytest.warns(RuntimeWarning, match="fingerprint memo .* not valid"):
         third = run(cfg(fake, out))
     assert len(hashed) == 6 and third.n_cached == 2
 
 
 def test_a_task_refuses_files_changed_after_planning(fake):
-    fp = runner._fingerprint("FAKE", 1, str(fake), {})
+    fp = task_cache.fingerprint("FAKE", 1, str(fake), {})
     stale = tuple((p, (sig[0] + 1, *sig[1:])) for p, sig in fp["files"])
     with pytest.raises(DataError, match="changed since the run started"):
-        runner._load_checked("FAKE", 1, str(fake), fp["digest"], stale)
+        folds.load_checked("FAKE", 1, str(fake), fp["digest"], stale)
 
 
 # -- (b), (c) entries are checked when read --------------------------------
@@ -207,7 +208,7 @@ def _set_row(name, value):
 def _with_checksum(edit):
     def both(entry):
         edit(entry)
-        entry["checksum"] = runner._checksum(entry)
+        entry["checksum"] = task_cache.checksum(entry)
     return both
 
 
@@ -323,24 +324,24 @@ def test_code_hash_is_part_of_the_key(fake, tmp_path, monkeypatch):
     out = tmp_path / "out"
     assert run(cfg(fake, out)).n_fitted == 2
     assert run(cfg(fake, out)).n_cached == 2
-    monkeypatch.setattr(runner, "code_hash", lambda: "f" * 64)
+    monkeypatch.setattr(task_cache, "code_hash", lambda: "f" * 64)
     changed = run(cfg(fake, out))
     assert changed.n_fitted == 2 and changed.n_cached == 0
     assert run(cfg(fake, out)).n_cached == 2
-    monkeypatch.setattr(runner, "_library_versions", lambda: {"numpy": "0.0"})
+    monkeypatch.setattr(task_cache, "library_versions", lambda: {"numpy": "0.0"})
     assert run(cfg(fake, out)).n_fitted == 2
 
 
 def test_code_hash_covers_the_package_source():
-    h = runner.code_hash()
+    h = task_cache.code_hash()
     assert len(h) == 64 and int(h, 16) >= 0
-    assert h == runner.code_hash()
+    assert h == task_cache.code_hash()
 
 
 def test_code_hash_skips_what_computes_no_result():
     """Editing an exercise checker or the report keeps the cached fits."""
-    package = Path(runner.__file__).resolve().parents[1]
-    rels = runner._hashed_sources(package)
+    package = Path(task_cache.__file__).resolve().parents[1]
+    rels = task_cache.hashed_sources(package)
     assert "experiments/runner.py" in rels and "solvers/tron.py" in rels
     assert not [r for r in rels if r.startswith("exercises/")]
     assert "experiments/report.py" not in rels
@@ -357,7 +358,7 @@ def test_committed_table_keys_are_unchanged():
         rows = [r for r in csv.DictReader(f) if r["method"] in METHODS]
     assert rows
     for r in rows:
-        assert runner._task_key("MQ2008", int(r["fold"]), METHODS[r["method"]],
+        assert task_cache.task_key("MQ2008", int(r["fold"]), METHODS[r["method"]],
                                 json.loads(r["params"])) == r["key"]
 
 

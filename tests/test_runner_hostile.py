@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from refimpl import data
+from refimpl import _io, data
 from refimpl.__main__ import main
 from refimpl.exceptions import DataError
 from refimpl.experiments import ExperimentConfig, load_results, run, validate_config
-from refimpl.experiments.runner import parse_folds
+from refimpl.experiments.config import parse_folds
 from test_runner import counting  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -315,7 +315,7 @@ def test_huge_fold_ranges_take_no_memory():
     code = textwrap.dedent("""\
         import resource
         from refimpl.experiments import ExperimentConfig, validate_config
-        from refimpl.experiments.runner import parse_folds
+        from refimpl.experiments.config import parse_folds
         from refimpl.exceptions import DataError
 
         with open("/proc/self/statm") as f:
@@ -362,6 +362,11 @@ def test_stale_temporary_files_are_removed(letor, tmp_path):
             base / "notes.tmp", base / f".x.{dead}-0123.tmp"]  # not ours
     for path in stale + kept:
         path.write_text("partial")
+    # a dead writer's file is left alone for refimpl._io.TMP_GRACE seconds
+    # (its writer may live in another PID namespace)
+    past_grace = time.time() - 2 * _io.TMP_GRACE
+    for path in stale[:-1] + kept[1:]:
+        os.utime(path, (past_grace, past_grace))
     hours_ago = time.time() - 2 * 3600
     os.utime(stale[-1], (hours_ago, hours_ago))
     again = _first_run(letor, out)

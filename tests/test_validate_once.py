@@ -364,10 +364,10 @@ def test_a_runner_task_groups_each_split_once(calls, method):
     process, fits on the training problem (the estimator uses its grouping)
     and predicts and evaluates each of the other two once.
     """
-    from refimpl.experiments import ExperimentConfig, METHODS, run, runner
+    from refimpl.experiments import ExperimentConfig, METHODS, folds, run
 
-    runner._load_fold_version.cache_clear()
-    runner._problems_version.cache_clear()
+    folds.load_fold_version.cache_clear()
+    folds.problems_version.cache_clear()
     grouped = []
     counted = _validation.group_queries
 
@@ -395,7 +395,7 @@ def test_a_runner_task_groups_each_split_once(calls, method):
             if getattr(module, "group_queries", None) is recording:
                 setattr(module, "group_queries", counted)
     assert result.n_failed == 0, [r["error"] for r in result.tasks]
-    fold = runner._synthetic_fold(20, 0, 1)
+    fold = folds.synthetic_fold(20, 0, 1)
     sizes = sorted(len(split[1]) for split in (fold.train, fold.vali, fold.test))
     assert sorted(grouped) == sizes
     assert calls["group_queries"] == 3

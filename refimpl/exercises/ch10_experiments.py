@@ -1,7 +1,7 @@
 """Exercise checkers of Chapter 10 (running experiments).
 
 ``check_select_by_validation`` compares the student's selection rule with
-the runner's own (:func:`refimpl.experiments.runner._select`, the rule
+the runner's own (:func:`refimpl.experiments.tables.select_best`, the rule
 behind ``selected.csv``).  ``check_cache_key`` tests the properties a fit
 cache's key must have (a digest has no single right value): deterministic,
 blind to the order of the settings, changed by every ingredient a result
@@ -29,12 +29,12 @@ _METRIC = "MAP"
 
 def _select_ref(values):
     """The runner's choice among ``values`` (None = failed fit)."""
-    from ..experiments.runner import _select
+    from ..experiments.tables import select_best
 
     rows = [{"status": "failed" if v is None else "ok", "i": i,
              f"val_{_METRIC}": float("nan") if v is None else float(v)}
             for i, v in enumerate(values)]
-    best = _select(rows, _METRIC)
+    best = select_best(rows, _METRIC)
     return None if best is None else best["i"]
 
 
@@ -223,7 +223,7 @@ def check_cache_key(key) -> CheckResult:
     order of their dicts, differs when any ingredient differs, and cannot
     be forged by moving characters from one field to the next.  There is
     no single right digest: the checker tests these properties, as
-    :func:`refimpl.experiments.runner` relies on them.
+    :func:`refimpl.experiments.task_cache.cache_key` relies on them.
 
     Derived in: book/10_running_experiments.md#run-cache
     """

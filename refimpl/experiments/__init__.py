@@ -1,13 +1,21 @@
 """Experiments: every method of the book on the same folds, side by side.
 
-``registry``  one ``Method`` entry per method: factory, the paper's
-              grid and selection metric, linear or not
-``runner``    configuration checks, parallel (joblib / dask) cross-validation,
-              per-task cache, tidy CSV/JSON tables
-``report``    reading the tables back, the papers' reported values, paired
-              t-tests
-``snapshots`` the chapters' real-data numbers with or without the data:
-              committed runner tables and JSON snapshots, checked live
+``registry``   one ``Method`` entry per method: factory, the paper's
+               grid and selection metric, linear or not
+``config``     what to run (``ExperimentConfig``) and its checks, before
+               any fit
+``task_cache`` data fingerprints, task and cache keys, the per-task
+               cache entries
+``folds``      a fold loaded, validated and grouped once per worker
+``tables``     selection, summary, the tidy CSV tables and ``run.json``,
+               written atomically
+``interrupts`` SIGINT / SIGTERM end the worker processes first
+``runner``     the fitting path and ``run``: parallel (joblib / dask)
+               cross-validation
+``report``     reading the tables back, the papers' reported values, paired
+               t-tests
+``snapshots``  the chapters' real-data numbers with or without the data:
+               committed runner tables and JSON snapshots, checked live
 
 Command line: ``python -m refimpl run --help``.
 
@@ -24,15 +32,9 @@ from .registry import (
 )
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
                      read_csv)
-from .runner import (
-    BACKENDS,
-    ExperimentConfig,
-    RunResult,
-    load_fold,
-    parse_folds,
-    run,
-    validate_config,
-)
+from .config import BACKENDS, ExperimentConfig, parse_folds, validate_config
+from .folds import load_fold
+from .runner import RunResult, run
 from .snapshots import (
     Snapshot,
     SnapshotMismatchError,

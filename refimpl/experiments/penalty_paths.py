@@ -241,7 +241,7 @@ def penalty_path(penalty, train, vali, test, Cs=PATH_CS, *, warm_start=True,
 
 
 def _fold_paths(dataset, fold, penalties, Cs, warm_start, root):
-    from .runner import load_fold
+    from .folds import load_fold
     f = load_fold(dataset, fold, root=root)
     return [row for p in penalties
             for row in penalty_path(p, f.train, f.vali, f.test, Cs,

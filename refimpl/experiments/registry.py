@@ -70,7 +70,7 @@ class ParamRange:
     """The values one hyper-parameter accepts.
 
     The runner checks every grid value against its method's ranges before
-    any fit starts (:func:`refimpl.experiments.runner.validate_config`), so
+    any fit starts (:func:`refimpl.experiments.config.validate_config`), so
     that ``C = -1`` is a configuration error naming the parameter and the
     accepted range, not a failure of every task at fit time.  A method's
     ranges are derived from its estimator's ``_parameter_constraints``

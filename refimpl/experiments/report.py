@@ -17,7 +17,7 @@ from scipy import stats
 from .. import _io
 from .. import _jsonfile as js
 from ..exceptions import DataError
-from .runner import _RUN_SCHEMA
+from .tables import RUN_SCHEMA
 
 __all__ = ["holm_adjusted", "load_results", "paired_ttest", "paper_comparison",
            "read_csv"]
@@ -88,7 +88,7 @@ def load_results(path):
     """
     path = Path(path)
     try:
-        run_info = js.read_json(path / "run.json", _RUN_SCHEMA)
+        run_info = js.read_json(path / "run.json", RUN_SCHEMA)
     except FileNotFoundError:
         raise DataError(f"{path} holds no run.json: not a results directory "
                         "of run()") from None

@@ -38,7 +38,7 @@ from .. import metrics as _metrics
 from ..exceptions import DataError, DatasetNotFoundError
 from .registry import METHODS
 from .report import load_results
-from .runner import load_fold
+from .folds import load_fold
 
 __all__ = [
     "ROOT",
