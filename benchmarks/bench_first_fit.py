@@ -14,6 +14,9 @@ this measures in fresh subprocesses:
 - **second**: the next fit in the same process (best of the warm runs):
   the fit itself.
 
+Cold and warm are given in wall and in CPU seconds of the process: on a
+loaded machine the wall time grows with the load, the CPU time much less.
+
 Also per process: the import of ``refimpl.estimators`` and the seconds
 each kernel took to compile (numba's ``numba:compile`` events, the
 outermost compile of each ``refimpl`` kernel counted once).  Writes
@@ -55,31 +58,31 @@ def child(name):
     cls = getattr(estimators, name)
     rec = event.RecordingListener()
     event.register("numba:compile", rec)
-    times = []
+    times, cpu = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for _ in range(2):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             cls().fit(syn.X, syn.y, syn.qid)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
     event.unregister("numba:compile", rec)
-    compiled, depth, starts = {}, 0, {}
+    compiled, open_ = {}, []      # compiles nest: a stack of their starts
     for ts, ev in rec.buffer:
         fn = ev.data["dispatcher"].py_func
         if not fn.__module__.startswith("refimpl."):
             continue
-        key = (f"{fn.__module__}.{fn.__qualname__}", str(ev.data["args"]))
         if ev.is_start:
-            depth += 1
-            starts[key] = (ts, depth)
-        else:
-            t_start, d = starts.pop(key)
-            depth -= 1
-            name_k = key[0].removeprefix("refimpl.kernels.")
-            compiled.setdefault(name_k, []).append(
-                {"seconds": ts - t_start, "outermost": d == 1})
+            open_.append(ts)
+            continue
+        t_start = open_.pop()
+        name_k = f"{fn.__module__}.{fn.__qualname__}".removeprefix(
+            "refimpl.kernels.")
+        compiled.setdefault(name_k, []).append(
+            {"seconds": ts - t_start, "outermost": not open_})
     print(json.dumps({"import": t_import, "first": times[0],
-                      "second": times[1], "compiled": compiled}))
+                      "second": times[1], "first_cpu": cpu[0],
+                      "compiled": compiled}))
 
 
 def run_child(name, cache_dir):
@@ -136,8 +139,9 @@ def main(argv=None):
     info = machine()
     print(f"{info['cpu']}, {info['cores']} cores, load "
           f"{info['load_average'][0]:.2f}; numba {info['versions']['numba']}")
-    print(f"{'estimator':14s} {'import':>7s} {'cold':>7s} {'warm':>7s} "
-          f"{'second':>7s} {'kernels':>7s}  slowest kernel to compile")
+    print(f"{'estimator':14s} {'import':>7s} {'cold':>7s} {'(CPU)':>7s} "
+          f"{'warm':>7s} {'(CPU)':>7s} {'second':>7s} {'kernels':>7s}  "
+          "slowest kernel to compile")
     rows = []
     for name in names:
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
@@ -147,20 +151,23 @@ def main(argv=None):
                  for k, v in cold["compiled"].items()}
         slow = max(outer, key=outer.get) if outer else "-"
         row = {"estimator": name, "import_cold": cold["import"],
-               "cold": cold["first"],
+               "cold": cold["first"], "cold_cpu": cold["first_cpu"],
                "warm": min(w["first"] for w in warms),
+               "warm_cpu": min(w["first_cpu"] for w in warms),
                "second": min(w["second"] for w in warms),
                "import_warm": min(w["import"] for w in warms),
                "compiled_cold": cold["compiled"],
                "compiled_warm": [sorted(w["compiled"]) for w in warms]}
         rows.append(row)
         print(f"{name:14s} {row['import_warm']:7.2f} {row['cold']:7.2f} "
-              f"{row['warm']:7.3f} {row['second']:7.3f} "
+              f"{row['cold_cpu']:7.2f} {row['warm']:7.3f} {row['warm_cpu']:7.3f} "
+              f"{row['second']:7.3f} "
               f"{len(cold['compiled']):7d}  {slow} "
               f"({outer.get(slow, 0.0):.1f} s)", flush=True)
-    total = {k: sum(r[k] for r in rows) for k in ("cold", "warm", "second")}
-    print(f"{'all':14s} {'':7s} {total['cold']:7.2f} {total['warm']:7.3f} "
-          f"{total['second']:7.3f}")
+    total = {k: sum(r[k] for r in rows)
+             for k in ("cold", "cold_cpu", "warm", "warm_cpu", "second")}
+    print(f"{'all':14s} {'':7s} {total['cold']:7.2f} {total['cold_cpu']:7.2f} "
+          f"{total['warm']:7.3f} {total['warm_cpu']:7.3f} {total['second']:7.3f}")
     args.json.write_text(json.dumps({
         "date": time.strftime("%Y-%m-%d"), "data": WARM_DATA,
         "repeat": args.repeat, "machine": info, "rows": rows,
