@@ -1,4 +1,4 @@
-"""Command line: ``python -m refimpl run ...`` and ``python -m refimpl methods``.
+"""Command line: ``python -m refimpl run ...``, ``methods`` and ``warm``.
 
 Derived in: book/10_running_experiments.md#run-cli
 """
@@ -159,6 +159,12 @@ def build_parser():
                                        "and selection metrics")
     m.add_argument("--verbose", action="store_true",
                    help="also print the grids and where they come from")
+    wm = sub.add_parser(
+        "warm", help="compile the numba kernels into numba's cache now, so "
+                     "that the first fit loads them (Binder's postBuild runs it)")
+    wm.add_argument("--estimators", default=None,
+                    help="comma-separated estimator names (default: all of "
+                         "refimpl.warm.WARM_FITS)")
     return parser
 
 
@@ -207,10 +213,26 @@ def main(argv=None):
     if args.command == "methods":
         _print_methods(args.verbose)
         return 0
+    if args.command == "warm":
+        return _warm_command(args)
     from .experiments.interrupts import sigterm_unwinds
 
     with sigterm_unwinds():
         return _run_command(args)
+
+
+def _warm_command(args):
+    from .warm import warm_up
+
+    names = None if args.estimators is None else [
+        n.strip() for n in args.estimators.split(",")]
+    try:
+        seconds = warm_up(names)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"compiled or loaded in {sum(seconds.values()):.1f} s")
+    return 0
 
 
 def _connect(client_class, address):

@@ -407,3 +407,14 @@ def test_label_scan_and_sort_paths_agree(seed, n_docs, signed_zero):
         np.testing.assert_array_equal(level[idx], inv)
         assert nlev[q] == len(uniq)
     assert kos.LABEL_SCAN == kpairs.LABEL_SCAN
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([-2.5, -1.0, -0.0, 0.0, 1.0, 3.0, 1e300]),
+                max_size=80) | st.lists(st.floats(-1e6, 1e6), max_size=80))
+def test_sort_labels_sorts_like_np_sort(values):
+    a = np.array(values, dtype=np.float64)
+    kpairs.sort_labels(a)
+    # heapsort is not stable: -0.0 and 0.0 may swap, so compare as values
+    np.testing.assert_array_equal(a, np.sort(np.array(values, dtype=np.float64)))
+    assert sorted(map(float, a)) == sorted(values)

@@ -77,7 +77,10 @@ def _active_sums(a, c, mu):
     return s_ac, s_cc
 
 
-@njit(cache=True)
+# inlined: a call with the literal 0 (and, while numba still types the
+# loops of linesearch_pairs, a literal heap size) would compile a separate
+# specialisation each, three in all on a first fit
+@njit(inline="always")
 def _sift_down(key, val, start, m):
     """Restore the min-heap property of ``key[:m]`` below ``start``."""
     i = start
@@ -571,7 +574,8 @@ RUN_VALUE, RUN_GAP, RUN_S, RUN_MU, RUN_S_CC = range(5)
 RUN_HISTORY = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
 
-@njit
+# cached like the kernels that call it: uncached, every process compiles it
+@njit(cache=True)
 def _clock():
     with objmode(t="float64"):
         t = time.perf_counter()

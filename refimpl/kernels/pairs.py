@@ -10,6 +10,34 @@ LABEL_SCAN = 16
 
 
 @njit(cache=True)
+def sort_labels(a):
+    """Sort ``a`` in place, increasing (heapsort, O(n log n), not stable).
+
+    For the fallback of queries with more than :data:`LABEL_SCAN` distinct
+    labels, where only the sorted values matter.  ``np.sort`` would do, but
+    numba compiles its quicksort for seconds on every first fit, for a path
+    LETOR data never takes.
+    """
+    n = len(a)
+    for end in range(n, 0, -1):
+        # build the max-heap on the first pass, then move its root to the end
+        first = n // 2 - 1 if end == n else 0
+        for root in range(first, -1, -1):
+            i = root
+            while True:
+                child = 2 * i + 1
+                if child >= end:
+                    break
+                if child + 1 < end and a[child] < a[child + 1]:
+                    child += 1
+                if not a[i] < a[child]:
+                    break
+                a[i], a[child] = a[child], a[i]
+                i = child
+        a[0], a[end - 1] = a[end - 1], a[0]
+
+
+@njit(cache=True)
 def distinct_labels(y, order, lo, hi, vals, counts):
     """The distinct labels of ``order[lo:hi]``, increasing, and their counts.
 
@@ -63,7 +91,8 @@ def count_pairs_per_query(y, order, indptr, out):
                 below += counts[m]
             out[q] = total
             continue
-        labels = np.sort(y[order[lo:hi]])
+        labels = y[order[lo:hi]]
+        sort_labels(labels)
         total = 0
         start = 0
         for t in range(1, hi - lo + 1):
@@ -114,7 +143,8 @@ def count_adjacent_pairs_per_query(y, order, indptr, out):
     n_queries = len(indptr) - 1
     for q in range(n_queries):
         lo, hi = indptr[q], indptr[q + 1]
-        labels = np.sort(y[order[lo:hi]])
+        labels = y[order[lo:hi]]
+        sort_labels(labels)
         total = 0
         start = 0
         prev_run = 0  # size of the run of the next lower level, 0 at first
