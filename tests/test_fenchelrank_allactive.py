@@ -269,24 +269,26 @@ def test_all_active_path_matches_explicit_pairs(variant, seed, r, n_q, per,
         assert regime_counts["tree"] >= 2
 
 
-def mq2008_fold1():
+def real_fold1(dataset):
     if not os.environ.get("LETOR_HOME"):
         return None
     from refimpl.data import load_letor_fold
     try:
-        return load_letor_fold("MQ2008", 1).train
+        return load_letor_fold(dataset, 1).train
     except (FileNotFoundError, OSError):
         return None
 
 
-@pytest.mark.parametrize("variant", ["paper", "face_newton"])
-def test_mq2008_fold1_all_active_matches_explicit_pairs(variant,
-                                                        regime_counts):
-    # MQ2008's features are in [0, 1] per query: at r = 0.9 every pair
-    # stays active (|z_i - z_j| <= ||w||_1 <= 1 < 1/r)
-    data = mq2008_fold1()
+@pytest.mark.parametrize(("dataset", "variant"),
+                         [("MQ2008", "paper"), ("MQ2008", "face_newton"),
+                          ("OHSUMED", "paper")])
+def test_real_fold1_all_active_matches_explicit_pairs(dataset, variant,
+                                                      regime_counts):
+    # both data sets' features are in [0, 1] per query (QueryLevelNorm): at
+    # r = 0.9 every pair stays active (|z_i - z_j| <= ||w||_1 <= 1 < 1/r)
+    data = real_fold1(dataset)
     if data is None:
-        pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
+        pytest.skip(f"{dataset} Fold1 not available (LETOR_HOME)")
     X, y, qid = data
     n = 1000 if variant == "paper" else 300
     r = 0.9

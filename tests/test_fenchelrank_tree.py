@@ -122,22 +122,25 @@ def test_the_tree_path_is_taken_and_reports_evaluations():
     assert loss.tree_score_space() is None
 
 
-def mq2008_fold1():
+def real_fold1(dataset):
     if not os.environ.get("LETOR_HOME"):
         return None
     from refimpl.data import load_letor_fold
     try:
-        return load_letor_fold("MQ2008", 1).train
+        return load_letor_fold(dataset, 1).train
     except (FileNotFoundError, OSError):
         return None
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("r", [2.0, 32.0])
-def test_mq2008_fold1_tree_path_matches_explicit_pairs(variant, r):
-    data = mq2008_fold1()
+# every variant and two radii on MQ2008; OHSUMED (about 146 documents a
+# query, 10 times MQ2008's pairs) once, to keep the added time small
+@pytest.mark.parametrize(("dataset", "variant", "r"),
+                         [("MQ2008", v, r) for v in VARIANTS
+                          for r in (2.0, 32.0)] + [("OHSUMED", "paper", 2.0)])
+def test_real_fold1_tree_path_matches_explicit_pairs(dataset, variant, r):
+    data = real_fold1(dataset)
     if data is None:
-        pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
+        pytest.skip(f"{dataset} Fold1 not available (LETOR_HOME)")
     X, y, qid = data
     n = 1000 if variant == "paper" else 300
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-3, max_iter=n,
@@ -310,7 +313,7 @@ def test_auto_backend_takes_the_tree_from_millions_of_pairs(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_mq2008_defaults_stay_on_explicit_pairs():
-    data = mq2008_fold1()
+    data = real_fold1("MQ2008")
     if data is None:
         pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
     X, y, qid = data

@@ -25,7 +25,7 @@ from .registry import (
     register,
 )
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
-                     read_csv)
+                     per_query_se, read_csv)
 from .runner import (
     BACKENDS,
     ExperimentConfig,
@@ -67,6 +67,7 @@ __all__ = [
     "paired_ttest",
     "paper_comparison",
     "parse_folds",
+    "per_query_se",
     "read_csv",
     "register",
     "run",
