@@ -132,8 +132,8 @@ def real_fold1(dataset):
         return None
 
 
-# every variant and two radii on MQ2008; OHSUMED (about 146 documents a
-# query, 10 times MQ2008's pairs) once, to keep the added time small
+# every variant and two radii on MQ2008; OHSUMED (146 documents a query,
+# seven times MQ2008's pairs) once, to keep the added time small
 @pytest.mark.parametrize(("dataset", "variant", "r"),
                          [("MQ2008", v, r) for v in VARIANTS
                           for r in (2.0, 32.0)] + [("OHSUMED", "paper", 2.0)])
