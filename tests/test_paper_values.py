@@ -71,6 +71,11 @@ def test_every_row_is_well_formed():
             grid = METHODS[r["method"]].grid
             assert isinstance(params, dict) and set(params) <= set(grid), \
                 f"{where}: {params} not in {r['method']}'s grid"
+        k = re.search(r"\(k = (\d+)\)", r["paper_method"])
+        if r["method"] and k:
+            # a paper's fixed number of features is the task compared with
+            assert r["params"] and int(k[1]) in json.loads(
+                r["params"]).values(), f"{where}: k = {k[1]} not in params"
         key = (r["dataset"], r["paper"], r["table"], r["paper_method"],
                r["params"], r["metric"])
         assert key not in seen, f"{where} repeats line {seen[key]}"
