@@ -327,23 +327,35 @@ def test_letor_home_env(tmp_path, monkeypatch):
         load_letor_fold("MQ", 1)
 
 
-def test_mq2008_fold1(letor_root, tmp_path, monkeypatch):
-    if not (letor_root / "MQ2008").is_dir():
-        pytest.skip(f"MQ2008 not found under {letor_root}")
+# Fold1 of each real data set (train S1-S3, vali S4, test S5), from the
+# partition tables of ../shared/letor/README.md: (lines, queries) per split,
+# the number of features, and how the first comment of vali begins
+REAL_FOLD1 = {
+    "MQ2008": ({"train": (9630, 471), "vali": (2707, 157),
+                "test": (2874, 156)}, 46, "docid = GX"),
+    "OHSUMED": ({"train": (9219, 63), "vali": (3538, 21),
+                 "test": (3383, 22)}, 45, "docid = "),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_FOLD1))
+def test_real_fold1(name, letor_root, tmp_path, monkeypatch):
+    if not (letor_root / name).is_dir():
+        pytest.skip(f"{name} not found under {letor_root}")
+    expected, n_features, comment = REAL_FOLD1[name]
     monkeypatch.setenv("REFIMPL_DATA", str(tmp_path))
-    fold = load_letor_fold("MQ2008", 1, root=letor_root)
-    if not rdata._writable_dir(letor_root / "MQ2008"):
+    fold = load_letor_fold(name, 1, root=letor_root)
+    if not rdata._writable_dir(letor_root / name):
         # a read-only copy (the shared one) is left alone: the data home
-        assert not (letor_root / "MQ2008" / ".refimpl_cache").exists()
+        assert not (letor_root / name / ".refimpl_cache").exists()
         assert len(list((tmp_path / "parsed").glob("*-S?.txt.gz.float64.json"))) == 5
-    again = load_letor_fold("MQ2008", 1, root=letor_root)  # from the cache
-    for name in ("train", "vali", "test"):
-        for a, b in zip(getattr(fold, name), getattr(again, name)):
+    again = load_letor_fold(name, 1, root=letor_root)  # from the cache
+    for split in ("train", "vali", "test"):
+        for a, b in zip(getattr(fold, split), getattr(again, split)):
             np.testing.assert_array_equal(a, b)
-    expected = {"train": (9630, 471), "vali": (2707, 157), "test": (2874, 156)}
-    for name, (rows, queries) in expected.items():
-        X, y, qid = getattr(fold, name)
-        assert X.shape == (rows, 46)
+    for split, (rows, queries) in expected.items():
+        X, y, qid = getattr(fold, split)
+        assert X.shape == (rows, n_features)
         assert np.unique(qid).size == queries
         assert set(np.unique(y).tolist()) <= {0, 1, 2}
         assert X.min() >= 0.0 and X.max() <= 1.0
@@ -353,7 +365,8 @@ def test_mq2008_fold1(letor_root, tmp_path, monkeypatch):
     assert not set(fold.vali.qid) & set(fold.test.qid)
     # comments of the real files
     _, _, _, comments = load_letor(fold.paths["vali"][0], return_comments=True)
-    assert len(comments) == 2707 and comments[0].startswith("docid = GX")
+    assert len(comments) == expected["vali"][0]
+    assert comments[0].startswith(comment)
 
 
 # --------------------------------------------------------------------------

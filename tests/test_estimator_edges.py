@@ -198,15 +198,23 @@ def test_default_fsmrank_has_non_zero_weights_on_synthetic_data():
                 > metrics.mean_ndcg(te.y, np.zeros(len(te.y)), te.qid) + 0.3)
 
 
-def test_default_fsmrank_has_non_zero_weights_on_mq2008(letor_root):
-    fold = load_letor_fold("MQ2008", 1, root=letor_root)
+# above the constant ranker (all scores tied) by at least: OHSUMED's queries
+# hold many relevant documents (45.6 of 152 on average), so tied scores
+# already reach a mean NDCG of 0.45 on its Fold1 test set
+@pytest.mark.parametrize(("dataset", "margin"), [("MQ2008", 0.1),
+                                                 ("OHSUMED", 0.03)])
+def test_default_fsmrank_has_non_zero_weights_on_real_data(dataset, margin,
+                                                           letor_root):
+    if not (letor_root / dataset).is_dir():
+        pytest.skip(f"{dataset} not found under {letor_root}")
+    fold = load_letor_fold(dataset, 1, root=letor_root)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptyModelWarning)
         m = quiet_fit(FSMRank(), *fold.train)
     assert np.count_nonzero(m.coef_) >= 5
     te = fold.test
     assert (metrics.mean_ndcg(te.y, m.predict(te.X), te.qid)
-            > metrics.mean_ndcg(te.y, np.zeros(len(te.y)), te.qid) + 0.1)
+            > metrics.mean_ndcg(te.y, np.zeros(len(te.y)), te.qid) + margin)
 
 
 @pytest.mark.parametrize("name", NAMES)

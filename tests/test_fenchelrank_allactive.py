@@ -246,20 +246,28 @@ def test_all_active_path_matches_explicit_pairs(variant, seed, r, n_q, per,
         assert regime_counts["tree"] >= 2
 
 
-@pytest.mark.parametrize("variant", ["paper", "face_newton"])
-def test_mq2008_fold1_all_active_matches_explicit_pairs(variant,
-                                                        regime_counts):
-    # MQ2008's features are in [0, 1] per query: at r = 0.9 every pair
-    # stays active (|z_i - z_j| <= ||w||_1 <= 1 < 1/r)
-    data = letor_fold1_train("MQ2008")
+@pytest.mark.parametrize(("dataset", "variant"),
+                         [("MQ2008", "paper"), ("MQ2008", "face_newton"),
+                          ("OHSUMED", "paper")])
+def test_real_fold1_all_active_matches_explicit_pairs(dataset, variant,
+                                                      regime_counts):
+    # both data sets' features are in [0, 1] per query (QueryLevelNorm): at
+    # r = 0.9 every pair stays active (|z_i - z_j| <= ||w||_1 <= 1 < 1/r)
+    data = letor_fold1_train(dataset)
     if data is None:
-        pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
+        pytest.skip(f"{dataset} Fold1 not available (LETOR_HOME)")
     X, y, qid = data
     n = 1000 if variant == "paper" else 300
     r = 0.9
-    pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-3, max_iter=n,
-                line_search="pairs", variant=variant)
+    explicit = loss_of(X, y, qid, r, "pairs")
+    pairs = run(explicit, r, tol=1e-3, max_iter=n, line_search="pairs",
+                variant=variant)
     tree = run(loss_of(X, y, qid, r, "tree"), r, tol=1e-3, max_iter=n,
                variant=variant)
-    assert_same_run(tree, pairs)
+    # the explicit path sums one term per pair, the all-active path uses
+    # closed forms: a recursive sum of p terms of size <= 1/p (the loss is
+    # normalised) errs by up to about p u, which on OHSUMED's Fold1 (seven
+    # times MQ2008's pairs) exceeds 1e-12
+    assert_same_run(tree, pairs,
+                    atol=max(1e-12, explicit.n_pairs * np.finfo(float).eps))
     assert regime_counts["all_active"] >= 2 and regime_counts["tree"] == 0

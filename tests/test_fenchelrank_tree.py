@@ -84,12 +84,15 @@ def test_the_tree_path_is_taken_and_reports_evaluations():
     assert loss.tree_score_space() is None
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("r", [2.0, 32.0])
-def test_mq2008_fold1_tree_path_matches_explicit_pairs(variant, r):
-    data = letor_fold1_train("MQ2008")
+# every variant and two radii on MQ2008; OHSUMED (146 documents a query,
+# seven times MQ2008's pairs) once, to keep the added time small
+@pytest.mark.parametrize(("dataset", "variant", "r"),
+                         [("MQ2008", v, r) for v in VARIANTS
+                          for r in (2.0, 32.0)] + [("OHSUMED", "paper", 2.0)])
+def test_real_fold1_tree_path_matches_explicit_pairs(dataset, variant, r):
+    data = letor_fold1_train(dataset)
     if data is None:
-        pytest.skip("MQ2008 Fold1 not available (LETOR_HOME)")
+        pytest.skip(f"{dataset} Fold1 not available (LETOR_HOME)")
     X, y, qid = data
     n = 1000 if variant == "paper" else 300
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-3, max_iter=n,

@@ -23,6 +23,7 @@ from refimpl.experiments import (
     paired_ttest,
     paper_comparison,
     parse_folds,
+    per_query_se,
     register,
     run,
     validate_config,
@@ -320,6 +321,36 @@ def test_paper_comparison_uses_selected_fold1_and_fixed_settings(first_run):
     task = next(t for t in tables["tasks"] if t["method"] == "ranksvm-l1"
                 and json.loads(t["params"]) == {"C": 0.1})
     assert rows[2]["ours"] == pytest.approx(task["test_NDCG@10"])
+
+
+def test_paper_comparison_per_query_standard_errors(first_run):
+    """ours_se_q is the standard error of the mean over folds from the
+    per-query values; rows with fixed parameters and the sparsity ratio,
+    which have none, get None."""
+    _, out = first_run
+    tables = load_results(out / "TINY")
+    paper = [{"dataset": "TINY", "method": "ranksvm", "paper": "p",
+              "table": "T1", "folds": "1-5", "params": params,
+              "metric": metric, "value": 0.5}
+             for params, metric in ((None, "MAP"), (None, "NDCG@10"),
+                                    (None, "sparsity"), ('{"C": 0.1}', "MAP"))]
+    rows = paper_comparison(tables, paper)
+    for row, col in zip(rows[:2], ("AP", "NDCG@10")):
+        vals = np.array([r[col] for r in tables["per_query"]
+                         if r["method"] == "ranksvm"])       # one fold here
+        assert row["ours_se_q"] == pytest.approx(
+            vals.std(ddof=1) / np.sqrt(vals.size), rel=1e-12)
+        assert row["ours_se_q"] == per_query_se(tables["per_query"],
+                                                "ranksvm", col, (1,))
+    assert rows[2]["ours_se_q"] is None and rows[3]["ours_se_q"] is None
+    # with two folds: sqrt(s_1^2 / n_1 + s_2^2 / n_2) / 2
+    pq = [{"method": "m", "fold": f, "AP": v} for f, vs in
+          ((1, [0.1, 0.3, 0.8]), (2, [0.5, 0.9])) for v in vs]
+    want = np.sqrt(np.var([0.1, 0.3, 0.8], ddof=1) / 3
+                   + np.var([0.5, 0.9], ddof=1) / 2) / 2
+    assert per_query_se(pq, "m") == pytest.approx(want, rel=1e-12)
+    with pytest.raises(DataError, match="fold 3"):
+        per_query_se(pq, "m", folds=(1, 3))
 
 
 def test_paper_comparison_selects_the_parameters_a_row_leaves_free(first_run):

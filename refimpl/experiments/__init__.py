@@ -31,7 +31,7 @@ from .registry import (
     register,
 )
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
-                     read_csv)
+                     per_query_se, read_csv)
 from .config import BACKENDS, ExperimentConfig, parse_folds, validate_config
 from .folds import load_fold
 from .runner import RunResult, run
@@ -65,6 +65,7 @@ __all__ = [
     "paired_ttest",
     "paper_comparison",
     "parse_folds",
+    "per_query_se",
     "read_csv",
     "register",
     "run",

@@ -20,7 +20,7 @@ from ..exceptions import DataError
 from .tables import RUN_SCHEMA
 
 __all__ = ["holm_adjusted", "load_results", "paired_ttest", "paper_comparison",
-           "read_csv"]
+           "per_query_se", "read_csv"]
 
 
 def _parse(value):
@@ -239,8 +239,10 @@ def paper_comparison(results, paper_values, dataset=None):
     -------
     list of dict
         The paper row plus ``ours``, ``ours_se`` (standard error over
-        folds), ``n_folds`` and ``diff = ours - paper``; methods not in the
-        run are left out.
+        folds), ``ours_se_q`` (standard error from the per-query values,
+        :func:`per_query_se`; None for a row with ``params``, whose tasks
+        keep no per-query values, and for the sparsity ratios), ``n_folds``
+        and ``diff = ours - paper``; methods not in the run are left out.
     """
     dataset = dataset or results["run"]["dataset"]
     present = {s["method"] for s in results["summary"]}
@@ -250,6 +252,60 @@ def paper_comparison(results, paper_values, dataset=None):
             continue
         ours, se, n = _ours(row, results["summary"], results["selected"],
                             results["tasks"])
-        out.append({**row, "ours": ours, "ours_se": se, "n_folds": n,
+        col = {"MAP": "AP"}.get(row["metric"], row["metric"])
+        se_q = None
+        if ours is not None and not row.get("params") and col in (
+                results["per_query"][0] if results["per_query"] else {}):
+            folds = (1,) if str(row.get("folds") or "1-5") == "1" else None
+            se_q = per_query_se(results["per_query"], row["method"], col, folds)
+        out.append({**row, "ours": ours, "ours_se": se, "ours_se_q": se_q,
+                    "n_folds": n,
                     "diff": None if ours is None else ours - float(row["value"])})
     return out
+
+
+def per_query_se(per_query, method, metric="AP", folds=None):
+    """Standard error of a method's mean over folds, from its query values.
+
+    The tables report the mean over folds of each fold's mean over its
+    test queries; the queries of a fold are a sample, so with ``s_f`` the
+    standard deviation of the ``n_f`` values of fold ``f`` and ``F`` folds
+    the standard error is ``sqrt(sum_f s_f^2 / n_f) / F``.  Unlike the
+    spread of five fold means, it does not count the folds' differences in
+    difficulty, which every method shares.
+
+    Derived in: book/08_side_by_side.md#side-by-side
+
+    Parameters
+    ----------
+    per_query : list of dict
+        Rows of ``per_query.csv``.
+    method : str
+    metric : str, default "AP"
+        A column of ``per_query.csv``.
+    folds : sequence of int, optional
+        Default: every fold with values of ``method``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    DataError
+        A fold has fewer than two values of ``method``.
+    """
+    if folds is None:
+        folds = sorted({r["fold"] for r in per_query if r["method"] == method})
+    if not folds:
+        raise DataError(f"no per-query results for method {method!r}")
+    var = 0.0
+    for f in folds:
+        vals = np.array([r[metric] for r in per_query
+                         if r["method"] == method and r["fold"] == f],
+                        dtype=float)
+        if vals.size < 2:
+            raise DataError(f"per-query results hold {vals.size} values of "
+                            f"{method!r} on fold {f}; need 2 or more")
+        var += vals.var(ddof=1) / vals.size
+    return float(math.sqrt(var) / len(folds))
