@@ -50,6 +50,17 @@ class HingeRankSVM(_LinearRanker):
     new plane is violated by at most ``-e`` = 0.001 times the mean number
     of pairs per query, a gap of ``C`` times that).
 
+    **Scale.**  The stop is as scale-equivariant as the problem: on
+    ``(s X, C / s^2)`` (``s > 0``) the objective at ``w / s`` is
+    ``P(w) / s^2``, and so is the dual of the correspondingly scaled planes,
+    so the minimiser is ``w* / s`` and the relative gap, hence the stop, is
+    unchanged.  At a fixed ``C`` no map exists (``||w||^2 / 2`` is not
+    scale invariant): features of scale ``R`` pose the problem of features
+    of scale 1 at ``C R^2``, and the planes needed grow with ``C R^2``
+    (thm-cutting-plane, book/07_ranksvm_ostree.md#ranksvm-hinge).  On raw
+    MSLR features (``R`` about 1e5) use LETOR's query-level normalisation
+    (``load_letor(..., normalize="query")``) or a ``C`` smaller by ``R^2``.
+
     Parameters
     ----------
     C : float, default 1.0
