@@ -50,7 +50,11 @@ every method, 300 queries) and ``bench_mslr_scale_full_q1000.json``
 2026-11-25; ``bench_mslr_scale_full_q10000.json`` (2026-11-26, ``--full``,
 every method, 10,000 queries, the SVMrank ones on QueryLevelNorm features:
 :data:`NORMALIZE`; its ``cpu_seconds`` were read from the same run's
-``tasks.csv``, the field being added to the script during the run).
+``tasks.csv``, the field being added to the script during the run);
+``bench_mslr_scale_full_q1000_gas-e.json`` (``--full --queries 1000
+--methods gas-e``, after the second stage's certified stop: 8 of 8 fits
+converged, where ``bench_mslr_scale_full_q1000.json`` has 4 of 8; on a
+2-core machine shared with other jobs, so its times are not comparable).
 """
 
 from __future__ import annotations

@@ -50,6 +50,17 @@ class HingeRankSVM(_LinearRanker):
     new plane is violated by at most ``-e`` = 0.001 times the mean number
     of pairs per query, a gap of ``C`` times that).
 
+    **Scale.**  The stop is as scale-equivariant as the problem: on
+    ``(s X, C / s^2)`` (``s > 0``) the objective at ``w / s`` is
+    ``P(w) / s^2``, and so is the dual of the correspondingly scaled planes,
+    so the minimiser is ``w* / s`` and the relative gap, hence the stop, is
+    unchanged.  At a fixed ``C`` no map exists (``||w||^2 / 2`` is not
+    scale invariant): features of scale ``R`` pose the problem of features
+    of scale 1 at ``C R^2``, and the planes needed grow with ``C R^2``
+    (thm-cutting-plane, book/07_ranksvm_ostree.md#ranksvm-hinge).  On raw
+    MSLR features (``R`` about 1e5) use LETOR's query-level normalisation
+    (``load_letor(..., normalize="query")``) or a ``C`` smaller by ``R^2``.
+
     Parameters
     ----------
     C : float, default 1.0
@@ -116,15 +127,22 @@ class HingeRankSVM(_LinearRanker):
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
                         grouped=True):
-        """Memory of a fit: the planes, their Gram matrix and the pass's buffers.
+        """Memory of a fit, worst case in ``max_iter``: planes, Gram matrix, QP, pass.
 
-        At most ``max_iter + 1`` planes of ``n_features`` doubles (allocated by
-        doubling, so up to twice that), their Gram matrix, and eight words
-        a document for the O(l log l) pass; never the pairs.
+        The solver keeps at most ``M = max_iter + 2`` planes (plane 0, one a
+        cutting plane, one spare) in arrays grown by doubling
+        (``refimpl.solvers.cutting_plane``): the last growth holds the old
+        and the doubled arrays at once, up to ``3 M`` plane rows of
+        ``n_features`` doubles and ``5 M^2`` Gram entries.  The working-set
+        QP builds a KKT matrix of order ``M + 1`` and, when it is singular,
+        its SVD (three more of that size).  Eight words a document for the
+        O(l log l) pass; never the pairs.
         """
-        planes = 2 * (int(self.max_iter) + 2)
+        M = int(self.max_iter) + 2
         return MemoryEstimate(terms={
-            "cutting planes": planes * (int(n_features) + planes) * 8,
+            "cutting planes": 3 * M * int(n_features) * 8,
+            "Gram matrix": 5 * M * M * 8,
+            "working-set QP": 4 * (M + 1) * (M + 1) * 8,
             "per-document pass": int(n_docs) * 8 * 8,
         })
 
