@@ -187,25 +187,29 @@ def test_sparsity_measures_and_run_paths_reject(splits):
         pp.run_paths("synthetic", n_jobs=0)
 
 
-def test_committed_paths_agree_with_the_runner_tables():
-    """results/MQ2008/penalty_paths.csv on the registry's grid is the runner's
-    grid: the same selections as selected.csv, the same number of features
-    as tasks.csv, test MAP within the runner tables' tolerance (5e-3; the
-    l1 path is warm-started, the runner's fits are cold)."""
+@pytest.mark.parametrize("dataset", ("MQ2008", "OHSUMED"))
+def test_committed_paths_agree_with_the_runner_tables(dataset):
+    """results/<dataset>/penalty_paths.csv on the registry's grid is the runner's
+    grid: the same selections as selected.csv, the number of features of
+    tasks.csv within one, test MAP within the runner tables' tolerance
+    (5e-3).  The l1 path is warm-started and the runner's fits are cold:
+    both stop at the same minimiser within the solver's tolerance, where a
+    weight at the edge of zero may be kept by one and not the other (on
+    OHSUMED two of the 120 registry points differ by one feature)."""
     import json
 
     from refimpl.experiments.report import read_csv
     from refimpl.experiments.snapshots import ROOT
-    rows = pp.load_paths()
+    rows = pp.load_paths(dataset=dataset)
     assert len(rows) == len(pp.PENALTY_METHODS) * 5 * len(pp.PATH_CS)
-    base = ROOT / "results" / "MQ2008"
+    base = ROOT / "results" / dataset
     tasks = {(t["method"], t["fold"], json.loads(t["params"])["C"]): t
              for t in read_csv(base / "tasks.csv")
              if t["method"] in pp.PENALTY_METHODS.values()}
     for r in rows:
         if r["registry"]:
             t = tasks[r["method"], r["fold"], r["C"]]
-            assert r["nnz"] == t["nnz"]
+            assert abs(r["nnz"] - t["nnz"]) <= 1
             assert abs(r["test_MAP"] - t["test_MAP"]) <= 5e-3
     chosen = pp.select_by_validation(rows)
     for s in read_csv(base / "selected.csv"):

@@ -1,6 +1,7 @@
-"""LifeRank's MQ2008 protocol as the paper printed it (Pandey et al. 2018).
+"""LifeRank's protocol as the paper printed it (Pandey et al. 2018).
 
-The paper's Table 2: k in {5, 10, 15, 20} features extracted by LifeRank or
+The paper's Table 2 (MQ2008) and Table 3 (OHSUMED), one protocol on any
+LETOR data set: k in {5, 10, 15, 20} features extracted by LifeRank or
 selected by GAS and by FSMSVM (FSMRank's largest weights), and the original
 features, each ranked by SVMrank (Joachims' L1-hinge RankSVM) and by
 RankLib's linear regression, NDCG@1-10 and MAP on the test queries of the
@@ -12,10 +13,11 @@ SVMrank's ``C`` selected on each fold's validation MAP from
 :data:`SVMRANK_C` (the paper gives none) and, beside them, our L2-loss
 RankSVM at ``C = 1`` (the ranker of the runner's first comparison), PCA,
 LifeRank^NO (Table 5) and the features' quality (Table 4).  Chapter 6 shows
-its committed output (``results/book/06-liferank-mq2008.json``, written by
+its committed output (``results/book/06-liferank-mq2008.json`` and
+``06-liferank-ohsumed.json``, written by
 :func:`refimpl.experiments.snapshots.snapshot` with
-``REFIMPL_UPDATE_SNAPSHOTS=1``; the flat table is
-``results/MQ2008/liferank_protocol.csv``, by :func:`write_protocol_csv`).
+``REFIMPL_UPDATE_SNAPSHOTS=1``; the flat tables are
+``results/<dataset>/liferank_protocol.csv``, by :func:`write_protocol_csv`).
 
 Derived in: book/06_liferank_bdmm.md#liferank
 """
@@ -334,12 +336,13 @@ def liferank_tables(folds=(1, 2, 3, 4, 5), *, dataset="MQ2008", root=None,
             "folds": list(folds), "svmrank_C_grid": list(SVMRANK_C)}
 
 
-def write_protocol_csv(tables, paper_rows, path):
-    """The protocol's pooled means beside the paper's Table 2, as CSV.
+def write_protocol_csv(tables, paper_rows, path, *, dataset):
+    """The protocol's pooled means beside the paper's, as CSV.
 
     One row per (ranker, features, k, metric): our mean, our mark (LifeRank
-    against the row), the paper's value where Table 2 (or Table 5) has it,
-    and ours minus the paper's.
+    against the row), the paper's value where its table of ``dataset``
+    (Table 2 for MQ2008, Table 3 for OHSUMED, and Table 5) has it, and
+    ours minus the paper's.
 
     Derived in: book/06_liferank_bdmm.md#liferank
 
@@ -348,13 +351,19 @@ def write_protocol_csv(tables, paper_rows, path):
     tables : dict
         :func:`liferank_tables`'s output (or the committed snapshot).
     paper_rows : list of dict
-        Rows of ``results/paper_values.csv`` (``paper_method``, ``metric``,
-        ``value``, ``table``).
+        Rows of ``results/paper_values.csv`` (``dataset``, ``paper``,
+        ``paper_method``, ``metric``, ``value``); only LifeRank's rows of
+        ``dataset`` are used.
     path : path-like
+    dataset : str
+        The data set of ``tables`` (the paper reports several in one file).
     """
     names = {"RankSVM": "RankSVM", "Linear Regression": "LinReg"}
     paper = {}
     for r in paper_rows:
+        # another data set's value of the same row would overwrite this one's
+        if r["dataset"] != dataset or r["paper"] != "pandey2018liferank":
+            continue
         who, _, rest = r["paper_method"].partition(" + ")
         ranker, _, k = rest.partition(" (k = ")
         if ranker in names and k:

@@ -7,14 +7,16 @@ Section V-C).  This module fits the same estimators, with the registry's
 fixed settings, on a whole path of ``C`` (the registry's grid and a finer
 one, :data:`PATH_CS`) and records at every point the validation and test
 MAP and NDCG@10 and the sparsity under every definition the paper might
-mean (:func:`sparsity_measures`).  Chapter 5 plots the committed table
-``results/MQ2008/penalty_paths.csv`` and uses it to locate the paper's
+mean (:func:`sparsity_measures`).  The case study on non-convex penalties
+plots the committed tables ``results/MQ2008/penalty_paths.csv`` and
+``results/OHSUMED/penalty_paths.csv`` and uses them to locate the paper's
 reported sparsity on our paths.
 
-Command line (the committed table)::
+Command line (the committed tables; ``--out`` defaults to
+``results/<dataset>/penalty_paths.csv``)::
 
-    python -m refimpl.experiments.penalty_paths --n-jobs 2 \\
-        --out results/MQ2008/penalty_paths.csv
+    python -m refimpl.experiments.penalty_paths --dataset MQ2008 --n-jobs 2
+    python -m refimpl.experiments.penalty_paths --dataset OHSUMED --n-jobs 2
 
 Derived in: book/05_dc_reweighting.md#dc-paths
 """
@@ -302,10 +304,17 @@ def write_paths(rows, path):
                         for k, v in row.items()})
 
 
-def load_paths(path=None):
-    """The committed path table (default ``results/MQ2008/penalty_paths.csv``).
+def load_paths(path=None, *, dataset="MQ2008"):
+    """The committed path table (default ``results/<dataset>/penalty_paths.csv``).
 
     Derived in: book/05_dc_reweighting.md#dc-paths
+
+    Parameters
+    ----------
+    path : path-like, optional
+        Overrides the default file.
+    dataset : str, default "MQ2008"
+        Names the default file's directory.
 
     Returns
     -------
@@ -314,7 +323,7 @@ def load_paths(path=None):
     """
     from .report import read_csv
     from .snapshots import ROOT
-    path = Path(path) if path is not None else ROOT / "results" / "MQ2008" / \
+    path = Path(path) if path is not None else ROOT / "results" / dataset / \
         "penalty_paths.csv"
     return read_csv(path)
 
