@@ -65,7 +65,9 @@ class FenchelRank(_LinearRanker):
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.  ``"auto"``: the
         pair-free tree from ``refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS``
-        pairs on (unless ``line_search="pairs"``), else the loss's rule.
+        pairs on (unless ``line_search="pairs"``), else explicit pairs (the
+        label blocks of Algorithm 1; the loss's own rule weighs TRON's
+        work, not FenchelRank's).
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).

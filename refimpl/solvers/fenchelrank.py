@@ -61,13 +61,29 @@ FORTRAN_COPY_BYTES = 64 * 2**20
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
 #: FenchelRank's ``backend="auto"`` takes the pair-free tree from this many
-#: preference pairs on (below, the loss's own rule decides).  An update on
-#: explicit pairs (``line_search="blocks"``) costs O(p), one on the tree
-#: O(l log l + l d) (:class:`_TreeScoreSpace`): at 301,916 x 136 with 14.0 M
-#: pairs (46 per document) the blocks path takes about 5x a value+gradient
-#: pass per update, the tree path 2-3x (``benchmarks/bench_fenchelrank.py
-#: --scale``).  2^22 (4.2 M) leaves every committed result (MQ2008: about
-#: 50,000 pairs per training fold) on explicit pairs.
+#: preference pairs on, explicit pairs (the label blocks of Algorithm 1)
+#: below.  The work of one update, counted per backend: on the label blocks
+#: (``line_search="blocks"``) one streaming pass over the ``p`` pairs for
+#: the value and score gradient, one for the exact step's breakpoints, and
+#: one pass over ``X`` for the gradient, ``O(p + l d)`` of simple
+#: arithmetic; on the tree (:class:`_TreeScoreSpace`) a sort of each query's
+#: scores and a tree sweep for every evaluation of the Newton line search
+#: (``E`` of them, 3-6 per update), ``O(E sum_q l_q log l_q + l d)`` of
+#: scattered memory access.  ``p = sum_q sum_{m<m'} n_{q,m} n_{q,m'}`` grows
+#: with the query length like ``E log2 l_q`` does only once ``l_q`` is in the
+#: thousands, and a pair costs a few nanoseconds where a sorted document
+#: costs tens, so up to millions of pairs the blocks win at every query
+#: length: OHSUMED Fold 3 (146 documents a query, 35 pairs a document)
+#: 3-4x, MQ2008 Fold 1 5-7x (``benchmarks/bench_defaults.py``).  The
+#: loss's own rule (:func:`refimpl.losses.squared_hinge.choose_backend`)
+#: weighs TRON's work -- ten values and gradients and fifty Hessian
+#: products against one pair set-up -- and picked the tree at OHSUMED's
+#: shape; it is not FenchelRank's work, so FenchelRank does not ask it.
+#: From 2^22 (4.2 M) pairs the tree: at 301,916 x 136 with 14.0 M pairs the
+#: blocks path takes about 5x a value+gradient pass per update (``X``
+#: beyond the cache, its columns strided), the tree path 2-3x
+#: (``benchmarks/bench_fenchelrank.py --scale``), and the pair arrays take
+#: hundreds of megabytes.
 AUTO_TREE_MIN_PAIRS = 2**22
 
 
@@ -75,14 +91,15 @@ def auto_backend(n_pairs, n_samples, which="all"):
     """The loss backend FenchelRank's ``backend="auto"`` asks for.
 
     ``"tree"`` from ``AUTO_TREE_MIN_PAIRS`` pairs on (all pairs only),
-    else ``"auto"``: the loss's own rule
-    (:func:`refimpl.losses.squared_hinge.choose_backend`) decides.
-    ``n_samples`` is accepted for the callers' convenience (unused).
+    ``"pairs"`` (label blocks) below and for partial pair sets, whatever
+    the query length (see :data:`AUTO_TREE_MIN_PAIRS` for the count of
+    each backend's work per update).  ``n_samples`` is accepted for the
+    callers' convenience (unused).
     """
     del n_samples
     if which == "all" and int(n_pairs) >= AUTO_TREE_MIN_PAIRS:
         return "tree"
-    return "auto"
+    return "pairs"
 
 
 def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
