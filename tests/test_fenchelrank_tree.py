@@ -326,6 +326,23 @@ def test_long_queries_take_the_label_blocks_where_the_loss_takes_the_tree():
     np.testing.assert_allclose(tree.coef_, auto.coef_, rtol=0, atol=1e-10)
 
 
+def test_auto_backend_weighs_pairs_against_the_trees_sorts():
+    """Per update: O(p) on the label blocks, O(sum_q l_q log2 l_q) on the tree."""
+    def pick(sizes, pairs_per_doc):
+        sizes = np.asarray(sizes)
+        p = int(pairs_per_doc * sizes.sum())
+        return fr.auto_backend(p, int(sizes.sum()), sort_units=fr.sort_work(sizes))
+    assert pick([146] * 70, 35) == "pairs"        # OHSUMED Fold 3
+    assert pick([20] * 470, 5) == "pairs"         # MQ2008
+    assert pick([8] * 3000, 2) == "pairs"         # short queries
+    assert pick([1000] * 5, 290) == "tree"        # long queries, many pairs
+    # the crossover sits at p / l = TREE_PAIRS_PER_SORT_UNIT log2 l_q
+    at = fr.TREE_PAIRS_PER_SORT_UNIT * np.log2(512)
+    assert pick([512] * 4, 0.99 * at) == "pairs"
+    assert pick([512] * 4, 1.01 * at) == "tree"
+    assert fr.sort_work([1, 1, 4]) == 8.0         # single documents sort nothing
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_ohsumed_defaults_take_the_label_blocks(letor_root):
     from refimpl.data import load_letor_fold
