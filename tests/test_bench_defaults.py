@@ -37,7 +37,8 @@ def test_quick_mode_writes_every_choice(bench, tmp_path):
     for r in rows:
         choices = r["choices"]
         assert "default" in choices and len(choices) >= 3
-        assert r["fastest"] in choices
+        assert r["fastest"] in choices and r["resolved"] in choices
+        assert r["ratio"] > 0 and r["measured_ratio"] > 0
         for c in choices.values():
             assert c["time"] > 0 and np.isfinite(c["objective"])
         assert choices["default"]["same"]
