@@ -89,7 +89,7 @@ def downstream(X, k=10, seed=0):
     return {"GAS -> RankSVM": Xd[:, :k].copy(), "LifeRank -> RankSVM": Xd @ W}
 
 
-def estimators(X):
+def estimators(X, fista_cap=FISTA_CAP):
     """name -> {choice: factory}; "default" is the estimator as a user writes it."""
     rows = {
         "RankSVM": {"default": lambda: RankSVM(),
@@ -110,7 +110,7 @@ def estimators(X):
             "default": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen),
             "newton": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen, solver="newton"),
             "fista": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen, solver="fista",
-                                                   max_iter=FISTA_CAP)}
+                                                   max_iter=fista_cap)}
     return rows
 
 
@@ -153,9 +153,10 @@ def verdict(row):
     return row
 
 
-def measure(label, X, y, qid, repeat, only=None):
+def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
+            done=()):
     rows = []
-    ests = estimators(X)
+    ests = estimators(X, fista_cap)
     for name, Xs in downstream(X).items():
         ests[name] = {"default": lambda: RankSVM(),
                       "pairs": lambda: RankSVM(backend="pairs"),
@@ -179,6 +180,8 @@ def measure(label, X, y, qid, repeat, only=None):
             r["same"] = bool(abs(r["objective"] - ref) <= SAME_REL * max(abs(ref), 1e-300)
                              and r["converged"] == conv)
         rows.append(verdict({"data": label, "estimator": est, "choices": res}))
+        if out is not None:
+            out(list(done) + rows)
         fastest, ratio = rows[-1]["fastest"], rows[-1]["ratio"]
         print(f"  {label:26s} {est:22s} default {res['default']['time']:8.4f} s "
               f"({res['default']['backend'] or res['default']['solver']}); "
@@ -219,6 +222,8 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--only", nargs="*", default=None,
                     help="estimators whose name contains one of these")
+    ap.add_argument("--fista-cap", type=int, default=FISTA_CAP,
+                    help="FISTA's iteration cap per solve")
     ap.add_argument("--reverdict", type=Path, default=None,
                     help="recompute the verdicts of a recorded run in place")
     args = ap.parse_args(argv)
@@ -234,16 +239,22 @@ def main(argv=None):
     sets = {k: synthetic(*v) for k, v in grid.items()}
     if not args.quick:
         sets.update(real_sets())
+    info = machine()
+
+    def write(rows_so_far):  # after every row: a stopped run keeps its rows
+        doc = {"goal": GOAL, "same_rel": SAME_REL, "fista_cap": args.fista_cap,
+               "repeat": args.repeat, "machine": info,
+               "seconds": time.perf_counter() - t_start, "rows": rows_so_far}
+        if out is not None:
+            out.write_text(json.dumps(doc, indent=1))
+        return doc
+
     for label, (X, y, qid) in sets.items():
-        rows += measure(label, X, y, qid, args.repeat, args.only)
+        rows += measure(label, X, y, qid, args.repeat, args.only, args.fista_cap,
+                        write, rows)
     worst = max(r["ratio"] for r in rows)
     print(f"worst default / fastest: {worst:.2f} (goal <= {GOAL})")
-    doc = {"goal": GOAL, "same_rel": SAME_REL, "fista_cap": FISTA_CAP,
-           "machine": machine(), "seconds": time.perf_counter() - t_start,
-           "rows": rows}
-    if out is not None:
-        out.write_text(json.dumps(doc, indent=1))
-    return doc
+    return write(rows)
 
 
 if __name__ == "__main__":
