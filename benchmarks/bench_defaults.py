@@ -1,4 +1,4 @@
-"""Every default against every choice it could make: default time / fastest time per shape.
+"""Every default against every choice it could make: default / fastest time per shape.
 
 For each estimator that chooses a backend or a solver (RankSVM,
 FenchelRank, FSMRank, SparseRankSVM with each penalty, and the RankSVM
@@ -108,14 +108,15 @@ def estimators(X, fista_cap=FISTA_CAP):
     for pen in ("l1", "log", "mcp", "lp"):
         rows[f"SparseRankSVM {pen}"] = {
             "default": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen),
-            "newton": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen, solver="newton"),
+            "newton": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen,
+                                                    solver="newton"),
             "fista": lambda pen=pen: SparseRankSVM(C=0.1, penalty=pen, solver="fista",
                                                    max_iter=fista_cap)}
     return rows
 
 
 def fit_time(make, X, y, qid, repeat, min_time=0.05):
-    """Best of ``repeat`` warm fits, each the mean of enough fits to last ``min_time``."""
+    """Best of ``repeat`` warm fits, each a mean over ``min_time`` seconds of fits."""
     best, model = np.inf, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -131,7 +132,7 @@ def fit_time(make, X, y, qid, repeat, min_time=0.05):
 
 
 def verdict(row):
-    """Add the fastest same-answer choice, the one the default resolved to, and the ratio.
+    """Add the fastest same-answer choice, the default's own choice, and the ratio.
 
     ``resolved``: the explicit choice with the default's backend and solver
     (the same computation).  When it is the fastest, the default *is* the
@@ -177,8 +178,8 @@ def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
         for r in res.values():
             # the same answer: the default's objective, and its certificate
             # (an iteration cap -- FenchelRank's T = 1000 -- is the same stop)
-            r["same"] = bool(abs(r["objective"] - ref) <= SAME_REL * max(abs(ref), 1e-300)
-                             and r["converged"] == conv)
+            close = abs(r["objective"] - ref) <= SAME_REL * max(abs(ref), 1e-300)
+            r["same"] = bool(close and r["converged"] == conv)
         rows.append(verdict({"data": label, "estimator": est, "choices": res}))
         if out is not None:
             out(list(done) + rows)
@@ -207,8 +208,8 @@ def machine():
     try:
         from threadpoolctl import threadpool_info
 
-        info["blas"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads")}
-                        for p in threadpool_info()]
+        keys = ("internal_api", "version", "num_threads")
+        info["blas"] = [{k: p.get(k) for k in keys} for p in threadpool_info()]
     except ImportError:
         info["blas"] = None
     info["load_average"] = os.getloadavg()
