@@ -253,9 +253,10 @@ def part1_l1(X, y, qid, K, args, state):
     print(f"    FISTA (backtracking) first reaches F <= F*(1 + {args.rel:g}) at "
           f"iteration k = {k}")
     fns = {
-        "est": lambda: SparseRankSVM(C=C, tol=NEVER, max_iter=k).fit(X, y, qid),
+        "est": lambda: SparseRankSVM(C=C, tol=NEVER, max_iter=k,
+                                     solver="fista").fit(X, y, qid),
         "apg": lambda: apg(smooth, penalty, tol=0.0, max_iter=k),
-        "default": lambda: SparseRankSVM(C=C).fit(X, y, qid),
+        "default": lambda: SparseRankSVM(C=C, solver="fista").fit(X, y, qid),
     }
     t = interleaved(fns, args.repeat)
     est, apg_res, dflt = t["est"][1], t["apg"][1], t["default"][1]
@@ -407,7 +408,7 @@ def part2_table(title, smooth, penalty, ref, args):
 
 def warm_up():
     quiet(lambda: warm_up_fits(
-        SparseRankSVM(C=0.1, tol=1e-3).fit,
+        SparseRankSVM(C=0.1, tol=1e-3, solver="fista").fit,
         FSMRank(lambda1=0.1, lambda2=0.01, tol=1e-3).fit, cvxpy=True))
 
 

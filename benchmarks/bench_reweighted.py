@@ -7,8 +7,8 @@ Problem: ``F(w) = C sum_P max(0, 1 - w^T (x_i - x_j))^2 + sum_j g(|w_j|)``
 for the penalties ``log`` (eps = 0.1), ``mcp`` (gamma = 2, lam = 1/C) and
 ``lp`` (p = 0.5, eps = 1e-3) of ``refimpl.nonconvex``, at C = 1e-2
 (``--C``), solved by ``refimpl.solvers.reweighted_l1`` with the settings of
-``SparseRankSVM``: FISTA with backtracking for every weighted-l1 subproblem
-(eq. 13), gradient-mapping tolerance 1e-6 relative to the first solve's
+``SparseRankSVM(solver="fista")``: FISTA with backtracking for every
+weighted-l1 subproblem (eq. 13), gradient-mapping tolerance 1e-6 relative to the first solve's
 initial norm (one absolute target for every pass), outer tolerance
 ``||w^k - w^{k-1}||_inf <= 1e-4 ||w^k||_inf``, at most 30 passes.
 
@@ -203,7 +203,8 @@ def part2_projected(label, K, args, summary):
 
 
 def warm_up():
-    warm_up_fits(SparseRankSVM(C=0.1, penalty="log", tol=1e-4).fit, cvxpy=True)
+    warm_up_fits(SparseRankSVM(C=0.1, penalty="log", tol=1e-4, solver="fista").fit,
+                 cvxpy=True)
 
 
 def datasets(args):

@@ -135,7 +135,7 @@ def part1(X, y, qid, Cs, args):
         ratios.append(ratio)
         reg = {key: v for key, v in fixed.items() if key != "solver"}
         fista_s, mf = best_of(lambda C=C, reg=reg: quiet(lambda: SparseRankSVM(
-            C=C, **reg).fit(X, y, qid)), args.repeat)
+            C=C, **reg, solver="fista").fit(X, y, qid)), args.repeat)
         newr_s, mn = best_of(lambda C=C, reg=reg: quiet(lambda: SparseRankSVM(
             C=C, **reg, solver="newton").fit(X, y, qid)), args.repeat)
         note = "" if k is not None else " (not reached)"
@@ -232,7 +232,7 @@ def main(argv=None):
     X, y, qid = data.X, data.y, data.qid
     print(f"{label}: {X.shape[0]} documents, {X.shape[1]} features")
     warm_up_fits(lambda *a: SparseRankSVM(C=0.1, solver="newton").fit(*a),
-                 lambda *a: SparseRankSVM(C=0.1).fit(*a),
+                 lambda *a: SparseRankSVM(C=0.1, solver="fista").fit(*a),
                  lambda *a: quiet(lambda: FSMRank(max_iter=20).fit(*a)), cvxpy=True)
     Cs = list(get_method("ranksvm-l1").grid["C"])
     if args.quick:

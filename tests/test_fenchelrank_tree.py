@@ -251,8 +251,8 @@ def test_auto_backend_takes_the_tree_from_millions_of_pairs(monkeypatch):
     small = FenchelRank(r=4.0, tol=1e-3).fit(X, y, qid)
     assert small.backend_ == "pairs"          # below the threshold: unchanged
     assert fr.auto_backend(2**22, 10**6) == "tree"
-    assert fr.auto_backend(2**22 - 1, 10**6) == "auto"   # the loss decides
-    assert fr.auto_backend(2**22, 10**6, which="adjacent") == "auto"
+    assert fr.auto_backend(2**22 - 1, 10**6) == "pairs"  # the label blocks
+    assert fr.auto_backend(2**22, 10**6, which="adjacent") == "pairs"
     monkeypatch.setattr(fr, "AUTO_TREE_MIN_PAIRS", 1)
     big = FenchelRank(r=4.0, tol=1e-3).fit(X, y, qid)
     assert big.backend_ == "tree"
@@ -261,6 +261,51 @@ def test_auto_backend_takes_the_tree_from_millions_of_pairs(monkeypatch):
     # an explicit line_search="pairs" keeps explicit pairs
     kept = FenchelRank(r=4.0, tol=1e-4, line_search="pairs").fit(X, y, qid)
     assert kept.backend_ == "pairs"
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_long_queries_take_the_label_blocks_where_the_loss_takes_the_tree():
+    """OHSUMED's shape (about 146 documents a query, 3 levels, 45 features):
+    TRON's rule (the loss's) picks the tree, FenchelRank's the label blocks,
+    whose update costs O(p + l d) of streaming work against the tree's
+    sorted sweeps per line-search evaluation; both reach the same iterates."""
+    data = make_synthetic_letor(n_queries=12, docs_per_query=(140, 152),
+                                n_levels=3, n_informative=6, n_redundant=9,
+                                n_noise=30, seed=3)
+    X, y, qid = data.X, data.y, data.qid
+    assert PairwiseSquaredHinge(X, y, qid).backend == "tree"
+    auto = FenchelRank(r=8.0, tol=1e-3, max_iter=300).fit(X, y, qid)
+    assert auto.backend_ == "pairs"
+    tree = FenchelRank(r=8.0, tol=1e-3, max_iter=300, backend="tree").fit(X, y, qid)
+    np.testing.assert_array_equal(tree.history_["j"], auto.history_["j"])
+    np.testing.assert_allclose(tree.coef_, auto.coef_, rtol=0, atol=1e-10)
+
+
+def test_auto_backend_weighs_pairs_against_the_trees_sorts():
+    """Per update: O(p) on the label blocks, O(sum_q l_q log2 l_q) on the tree."""
+    def pick(sizes, pairs_per_doc):
+        sizes = np.asarray(sizes)
+        p = int(pairs_per_doc * sizes.sum())
+        return fr.auto_backend(p, int(sizes.sum()), sort_units=fr.sort_work(sizes))
+    assert pick([146] * 70, 35) == "pairs"        # OHSUMED Fold 3
+    assert pick([20] * 470, 5) == "pairs"         # MQ2008
+    assert pick([8] * 3000, 2) == "pairs"         # short queries
+    assert pick([1000] * 5, 290) == "tree"        # long queries, many pairs
+    # the crossover sits at p / l = TREE_PAIRS_PER_SORT_UNIT log2 l_q
+    at = fr.TREE_PAIRS_PER_SORT_UNIT * np.log2(512)
+    assert pick([512] * 4, 0.99 * at) == "pairs"
+    assert pick([512] * 4, 1.01 * at) == "tree"
+    assert fr.sort_work([1, 1, 4]) == 8.0         # single documents sort nothing
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ohsumed_defaults_take_the_label_blocks(letor_root):
+    from refimpl.data import load_letor_fold
+    if not (letor_root / "OHSUMED").is_dir():
+        pytest.skip(f"OHSUMED not available at {letor_root}")
+    X, y, qid = load_letor_fold("OHSUMED", 3, root=letor_root).train
+    assert FenchelRank(r=8.0, max_iter=5, tol=1e-12).fit(
+        X, y, qid).backend_ == "pairs"
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

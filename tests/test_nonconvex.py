@@ -261,7 +261,7 @@ def test_mm_monotone_and_majorised(name, seed, C):
     np.testing.assert_array_equal(r.details["weights"][0], np.ones(X.shape[1]))
     np.testing.assert_array_equal(r.details["weights"][1], pen.weights(first["w"]))
     # the first pass is RankSVM-l1 (eq. 7) with the same FISTA settings
-    l1 = SparseRankSVM(C=C, tol=1e-8, max_iter=50000).fit(X, y, qid)
+    l1 = SparseRankSVM(C=C, tol=1e-8, max_iter=50000, solver="fista").fit(X, y, qid)
     np.testing.assert_allclose(first["w"], l1.coef_, rtol=0, atol=1e-12)
     assert F[1] == pytest.approx(smooth.fun(l1.coef_) + pen.value(l1.coef_), rel=1e-12)
 
@@ -420,7 +420,7 @@ def test_l1_concave_stops_after_one_pass():
     X, y, qid, smooth, _ = problem(0, 0.3, "log")
     r = reweighted_l1(smooth, L1Concave(), tol=1e-9)
     assert r.converged and r.n_iter == 1 and "nothing to reweight" in r.message
-    m = SparseRankSVM(C=0.3, tol=1e-9).fit(X, y, qid)
+    m = SparseRankSVM(C=0.3, tol=1e-9, solver="fista").fit(X, y, qid)
     np.testing.assert_allclose(r.w, m.coef_, rtol=0, atol=1e-12)
     assert len(r.history["F"]) == 2 and len(r.details["inner"]) == 1
 
@@ -460,7 +460,7 @@ def test_max_outer_cap_and_first_weights():
     with pytest.warns(ConvergenceWarning, match="max_outer"):
         r = reweighted_l1(smooth, pen, max_outer=1, tol=1e-10, first_weights=beta)
     m = SparseRankSVM(C=0.3, penalty="weighted_l1", weights=beta,
-                      tol=1e-10).fit(X, y, qid)
+                      tol=1e-10, solver="fista").fit(X, y, qid)
     np.testing.assert_allclose(r.w, m.coef_, rtol=0, atol=1e-10)
 
 
@@ -534,9 +534,10 @@ def test_estimator_is_deterministic_and_honours_warm_start():
 
 def test_estimator_lam_override_and_default():
     X, y, qid = small(3)
-    dflt = SparseRankSVM(C=0.5, penalty="mcp", tol=1e-7).fit(X, y, qid)
+    dflt = SparseRankSVM(C=0.5, penalty="mcp", tol=1e-7, solver="fista").fit(X, y, qid)
     assert dflt.penalty_.lam == 2.0                     # 1 / C
-    m = SparseRankSVM(C=0.5, penalty="mcp", lam=0.5, tol=1e-7).fit(X, y, qid)
+    m = SparseRankSVM(C=0.5, penalty="mcp", lam=0.5, tol=1e-7,
+                      solver="fista").fit(X, y, qid)
     assert m.penalty_.lam == 0.5 and m.penalty_.gamma == 2.0
     smooth = ScaledSmooth(PairwiseSquaredHinge(X, y, qid), 0.5)
     r = reweighted_l1(smooth, MCP(gamma=2.0, lam=0.5), tol=1e-7)
@@ -567,8 +568,8 @@ def test_estimator_max_outer_cap():
     ({"penalty": "mcp", "lam": -1.0}, "lam"),
     ({"penalty": "scad", "a": 2.0}, "'a' parameter of SparseRankSVM must"),
     ({"warm_start": "yes"}, "warm_start"),
-    ({"line_search": "fixed"}, "line_search"),
-    ({"penalty": "mcp", "line_search": "fixed"}, "line_search"),
+    ({"line_search": "fixed", "solver": "fista"}, "line_search"),
+    ({"penalty": "mcp", "line_search": "fixed", "solver": "fista"}, "line_search"),
     ({"penalty": "l0"}, "penalty"),
 ])
 def test_estimator_bad_parameters_named_at_fit(params, match):

@@ -17,6 +17,7 @@ from ..solvers.fenchelrank import (
     STEPS,
     VARIANTS,
     auto_backend,
+    sort_work,
     fenchelrank,
 )
 from ._base import (
@@ -64,8 +65,10 @@ class FenchelRank(_LinearRanker):
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.  ``"auto"``: the
-        pair-free tree from ``refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS``
-        pairs on (unless ``line_search="pairs"``), else the loss's rule.
+        pair-free tree when the pairs outweigh its sorts or from
+        ``refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS`` pairs on (unless
+        ``line_search="pairs"``), else explicit pairs (the label blocks of
+        Algorithm 1); see :func:`refimpl.solvers.fenchelrank.auto_backend`.
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).
@@ -148,7 +151,9 @@ class FenchelRank(_LinearRanker):
         breakpoints = 16 if self.line_search in ("auto", "pairs") else 0
         backend = self.backend
         if backend == "auto":             # FenchelRank's own rule, as fit resolves it
-            backend = auto_backend(n_pairs, n_docs)
+            # the longest query bounds every l_q: an upper bound of the sorts
+            backend = auto_backend(n_pairs, n_docs, sort_units=n_docs * math.log2(
+                max(int(max_query), 2)))
         return squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
             backend=backend, extra_bytes_per_pair=breakpoints)
@@ -182,7 +187,8 @@ class FenchelRank(_LinearRanker):
         backend = self.backend
         if backend == "auto" and self.line_search != "pairs":
             # the pair-free tree once there are millions of pairs
-            backend = auto_backend(pair_counts(problem).sum(), problem.n_samples)
+            backend = auto_backend(pair_counts(problem).sum(), problem.n_samples,
+                                   sort_units=sort_work(problem.groups.sizes))
         loss = PairwiseSquaredHinge(problem, margin=1.0 / r, normalize=True,
                                     backend=backend)
         line_search = self.line_search

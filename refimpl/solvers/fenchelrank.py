@@ -60,14 +60,35 @@ FORTRAN_COPY_BYTES = 64 * 2**20
 
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
-#: FenchelRank's ``backend="auto"`` takes the pair-free tree from this many
-#: preference pairs on (below, the loss's own rule decides).  An update on
-#: explicit pairs (``line_search="blocks"``) costs O(p), one on the tree
-#: O(l log l + l d) (:class:`_TreeScoreSpace`): at 301,916 x 136 with 14.0 M
-#: pairs (46 per document) the blocks path takes about 5x a value+gradient
-#: pass per update, the tree path 2-3x (``benchmarks/bench_fenchelrank.py
-#: --scale``).  2^22 (4.2 M) leaves every committed result (MQ2008: about
-#: 50,000 pairs per training fold) on explicit pairs.
+#: FenchelRank's ``backend="auto"``: the work of one update, counted per
+#: backend.  On the label blocks (``line_search="blocks"``, explicit pairs)
+#: one streaming pass over the ``p`` pairs for the value and score gradient
+#: and one for the exact step's breakpoints: ``O(p)``.  On the tree
+#: (:class:`_TreeScoreSpace`) a sort of each query's scores and a tree sweep
+#: for each of the Newton line search's 3-6 evaluations:
+#: ``O(sum_q l_q log2 l_q)``.  Both make one pass over ``X`` for the
+#: gradient, which cancels.  A pair costs a few nanoseconds of arithmetic, a
+#: sorted document tens of scattered accesses; measured, one unit of
+#: ``sum_q l_q log2 l_q`` costs what :data:`TREE_PAIRS_PER_SORT_UNIT` pairs
+#: cost, so the crossover is at ``p / l = 9 log2 l_q``, between the shapes
+#: measured side by side (1,000-update fits, r = 2 and 64): OHSUMED Fold 3,
+#: 35 pairs a document, ``log2 l_q = 7.2``: blocks 3.2x faster; MQ2008
+#: Fold 1, 5 and 4.3: blocks 4-7x; synthetic 50 and 100 documents a query,
+#: 18 and 38 pairs a document: blocks 2-2.8x; 200 documents a query in 16
+#: levels, 78 pairs a document, ``log2 l_q = 7.9``: the tree 1.0-1.9x;
+#: 1,000 documents a query, 343 pairs a document: the tree 1.8-3.8x
+#: (``benchmarks/bench_defaults.py`` times the defaults).  The loss's own rule
+#: (:func:`refimpl.losses.squared_hinge.choose_backend`) weighs TRON's work
+#: -- ten values and gradients and fifty Hessian products against one pair
+#: set-up -- and picked the tree at OHSUMED's shape, 3-7x slower per
+#: update; it is not FenchelRank's work, so FenchelRank does not ask it.
+TREE_PAIRS_PER_SORT_UNIT = 9.0
+
+#: From this many pairs always the tree: at 301,916 x 136 with 14.0 M pairs
+#: the blocks path takes about 5x a value+gradient pass per update (``X``
+#: beyond the cache, its columns strided), the tree path 2-3x
+#: (``benchmarks/bench_fenchelrank.py --scale``), and the pair arrays take
+#: hundreds of megabytes.
 AUTO_TREE_MIN_PAIRS = 2**22
 
 
@@ -95,18 +116,33 @@ def _record(history, callback, w, n_iter, values):
                             "mu": mu, "j": j})
 
 
-def auto_backend(n_pairs, n_samples, which="all"):
+def sort_work(query_sizes):
+    """``sum_q l_q log2 l_q``: the tree's work per line-search evaluation."""
+    l_q = np.asarray(query_sizes, dtype=np.float64)
+    l_q = l_q[l_q > 1]
+    return float(np.sum(l_q * np.log2(l_q)))
+
+
+def auto_backend(n_pairs, n_samples, which="all", *, sort_units=None):
     """The loss backend FenchelRank's ``backend="auto"`` asks for.
 
-    ``"tree"`` from ``AUTO_TREE_MIN_PAIRS`` pairs on (all pairs only),
-    else ``"auto"``: the loss's own rule
-    (:func:`refimpl.losses.squared_hinge.choose_backend`) decides.
-    ``n_samples`` is accepted for the callers' convenience (unused).
+    ``"tree"`` (all pairs only) from ``AUTO_TREE_MIN_PAIRS`` pairs on, or
+    when the pairs outweigh the tree's sorts,
+    ``n_pairs > TREE_PAIRS_PER_SORT_UNIT * sort_units`` with ``sort_units
+    = sum_q l_q log2 l_q`` (:func:`sort_work`; see
+    :data:`TREE_PAIRS_PER_SORT_UNIT` for the count of each backend's work
+    per update); ``"pairs"`` (the label blocks) otherwise.  Without
+    ``sort_units`` only the first test applies.  ``n_samples`` is accepted
+    for the callers' convenience (unused).
     """
     del n_samples
-    if which == "all" and int(n_pairs) >= AUTO_TREE_MIN_PAIRS:
+    if which != "all":
+        return "pairs"
+    if int(n_pairs) >= AUTO_TREE_MIN_PAIRS:
         return "tree"
-    return "auto"
+    if sort_units is not None and n_pairs > TREE_PAIRS_PER_SORT_UNIT * sort_units:
+        return "tree"
+    return "pairs"
 
 
 def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,

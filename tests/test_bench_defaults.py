@@ -1,0 +1,47 @@
+"""Smoke test of ``benchmarks/bench_defaults.py --quick``: structure only, never timing.
+
+The benchmark's verdict (default / fastest <= 1.15) is a measurement of one
+machine; here only that every estimator and choice ran, reached an
+objective, and that the rows say which choice was fastest.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_defaults.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_defaults", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_quick_mode_writes_every_choice(bench, tmp_path):
+    out = tmp_path / "defaults.json"
+    bench.main(["--quick", "--repeat", "1", "--json", str(out),
+                "--only", "FenchelRank", "SparseRankSVM l1"])
+    doc = json.loads(out.read_text())
+    assert {"goal", "machine", "rows"} <= set(doc)
+    assert doc["machine"]["numba"] and doc["machine"]["python"]
+    rows = doc["rows"]
+    assert {r["data"] for r in rows} == set(bench.QUICK)
+    assert {r["estimator"] for r in rows} == {"FenchelRank", "SparseRankSVM l1"}
+    for r in rows:
+        choices = r["choices"]
+        assert "default" in choices and len(choices) >= 3
+        assert r["fastest"] in choices and r["resolved"] in choices
+        assert r["ratio"] > 0 and r["measured_ratio"] > 0
+        for c in choices.values():
+            assert c["time"] > 0 and np.isfinite(c["objective"])
+        assert choices["default"]["same"]
+        if r["estimator"] == "SparseRankSVM l1":
+            # the default is proximal Newton: the same fit as solver="newton"
+            assert choices["default"]["objective"] == choices["newton"]["objective"]
