@@ -106,6 +106,7 @@ def _finish(converged, gap, tol, max_iter, who="FenchelRank", stacklevel=2):
                   ConvergenceWarning, stacklevel=stacklevel + 1)
     return message
 
+
 def _record(history, callback, w, n_iter, values):
     """Append one row of ``_HISTORY_KEYS`` and report it to ``callback``."""
     for key, value in zip(_HISTORY_KEYS, values):
