@@ -25,7 +25,7 @@ from .registry import (
     register,
 )
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
-                     read_csv)
+                     paper_values, read_csv)
 from .runner import (
     BACKENDS,
     ExperimentConfig,
@@ -66,6 +66,7 @@ __all__ = [
     "holm_adjusted",
     "paired_ttest",
     "paper_comparison",
+    "paper_values",
     "parse_folds",
     "read_csv",
     "register",

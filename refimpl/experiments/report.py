@@ -20,7 +20,11 @@ from ..exceptions import DataError
 from .runner import _RUN_SCHEMA
 
 __all__ = ["holm_adjusted", "load_results", "paired_ttest", "paper_comparison",
-           "read_csv"]
+           "paper_values", "read_csv"]
+
+#: The values the five papers report, one row per value (its table, folds
+#: and metric); the method chapters and chapter 8 read it.
+PAPER_VALUES = Path(__file__).resolve().parents[2] / "results" / "paper_values.csv"
 
 
 def _parse(value):
@@ -252,4 +256,52 @@ def paper_comparison(results, paper_values, dataset=None):
                             results["tasks"])
         out.append({**row, "ours": ours, "ours_se": se, "n_folds": n,
                     "diff": None if ours is None else ours - float(row["value"])})
+    return out
+
+
+def paper_values(dataset, paper, methods=None, path=None):
+    """The values one paper reports for one data set, by method and metric.
+
+    A method chapter sets these beside the runner's numbers of the same
+    method (``summary.csv``); rows naming no registry method (a paper's
+    baselines we do not run) are left out.
+
+    Derived in: book/03_fenchelrank_duality.md#real-data-fenchelrank
+
+    Parameters
+    ----------
+    dataset : str
+        ``"MQ2008"`` or ``"OHSUMED"`` (the ``dataset`` column).
+    paper : str
+        The citation key in the ``paper`` column, e.g. ``"lai2013fenchelrank"``.
+    methods : sequence of str, optional
+        Registry methods to keep (default: every one the paper reports).
+    path : path-like, optional
+        Default ``results/paper_values.csv`` of the repository.
+
+    Returns
+    -------
+    dict
+        ``{(method, metric): value}``; empty when the file holds no row of
+        ``paper`` on ``dataset``.
+
+    Raises
+    ------
+    DataError
+        Two rows (two tables of the paper) give one method and metric
+        different values; the message names both tables.
+    """
+    out, where = {}, {}
+    for row in read_csv(PAPER_VALUES if path is None else path):
+        if row["dataset"] != dataset or row["paper"] != paper or not row["method"]:
+            continue
+        if methods is not None and row["method"] not in methods:
+            continue
+        key = (row["method"], row["metric"])
+        value = float(row["value"])
+        if key in out and out[key] != value:
+            raise DataError(f"{path or PAPER_VALUES}: {paper} reports {key[1]} of "
+                            f"{key[0]} on {dataset} as {out[key]} ({where[key]}) and "
+                            f"{value} ({row['table']}); pick one table")
+        out[key], where[key] = value, row["table"]
     return out
