@@ -358,6 +358,8 @@ def test_paper_values_keeps_one_paper_and_data_set(tmp_path):
         paper_values("D", "p", path=path)
     assert paper_values("D", "p", methods=("ranksvm",), path=path) == {
         ("ranksvm", "MAP"): 0.45}
+    assert paper_values("D", "p", tables=("Table 7",), path=path) == {
+        ("lambdamart", "MeanNDCG"): 0.449}
 
 
 def test_cli_dask_local_cluster(tiny_root, tmp_path):

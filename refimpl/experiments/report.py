@@ -259,7 +259,7 @@ def paper_comparison(results, paper_values, dataset=None):
     return out
 
 
-def paper_values(dataset, paper, methods=None, path=None):
+def paper_values(dataset, paper, methods=None, tables=None, path=None):
     """The values one paper reports for one data set, by method and metric.
 
     A method chapter sets these beside the runner's numbers of the same
@@ -276,6 +276,10 @@ def paper_values(dataset, paper, methods=None, path=None):
         The citation key in the ``paper`` column, e.g. ``"lai2013fenchelrank"``.
     methods : sequence of str, optional
         Registry methods to keep (default: every one the paper reports).
+    tables : sequence of str, optional
+        Tables to keep, as the ``table`` column names them (``"Table 3"``);
+        default: all.  A paper's tests of one method against several
+        others (FenchelRank's Tables 3 and 9) share a method and metric.
     path : path-like, optional
         Default ``results/paper_values.csv`` of the repository.
 
@@ -297,11 +301,13 @@ def paper_values(dataset, paper, methods=None, path=None):
             continue
         if methods is not None and row["method"] not in methods:
             continue
+        if tables is not None and row["table"] not in tables:
+            continue
         key = (row["method"], row["metric"])
         value = float(row["value"])
         if key in out and out[key] != value:
             raise DataError(f"{path or PAPER_VALUES}: {paper} reports {key[1]} of "
                             f"{key[0]} on {dataset} as {out[key]} ({where[key]}) and "
-                            f"{value} ({row['table']}); pick one table")
+                            f"{value} ({row['table']}); pick tables=")
         out[key], where[key] = value, row["table"]
     return out
