@@ -22,6 +22,7 @@ from refimpl.experiments import (
     load_results,
     paired_ttest,
     paper_comparison,
+    paper_values,
     parse_folds,
     per_query_se,
     register,
@@ -365,6 +366,31 @@ def test_paper_comparison_selects_the_parameters_a_row_leaves_free(first_run):
     sel = {s["method"]: s for s in tables["selected"]}
     for row in paper_comparison(tables, paper):
         assert row["ours"] == sel[row["method"]]["test_MAP"]
+
+
+def test_paper_values_keeps_one_paper_and_data_set(tmp_path):
+    path = tmp_path / "paper_values.csv"
+    path.write_text(
+        "dataset,method,paper_method,paper,table,folds,params,metric,value,note\n"
+        "D,ranksvm,R,p,Table 2,1-5,,MAP,0.45,\n"
+        "D,ranksvm,R,p,Table 8,1-5,,MAP,0.45,same value twice\n"
+        "D,,Other,p,Table 2,1-5,,MAP,0.40,a baseline we do not run\n"
+        "D,lambdamart,G,p,Table 6,1-5,,MeanNDCG,0.47,\n"
+        "E,ranksvm,R,p,Table 2,1-5,,MAP,0.30,\n"
+        "D,ranksvm,R,q,Table 1,1-5,,MAP,0.20,\n", encoding="utf-8")
+    assert paper_values("D", "p", path=path) == {("ranksvm", "MAP"): 0.45,
+                                                  ("lambdamart", "MeanNDCG"): 0.47}
+    assert paper_values("D", "p", methods=("ranksvm",), path=path) == {
+        ("ranksvm", "MAP"): 0.45}
+    assert paper_values("E", "q", path=path) == {}
+    with path.open("a", encoding="utf-8") as f:
+        f.write("D,lambdamart,G,p,Table 7,1-5,,MeanNDCG,0.449,\n")
+    with pytest.raises(DataError, match=r"Table 6.*Table 7"):
+        paper_values("D", "p", path=path)
+    assert paper_values("D", "p", methods=("ranksvm",), path=path) == {
+        ("ranksvm", "MAP"): 0.45}
+    assert paper_values("D", "p", tables=("Table 7",), path=path) == {
+        ("lambdamart", "MeanNDCG"): 0.449}
 
 
 def test_cli_dask_local_cluster(tiny_root, tmp_path):

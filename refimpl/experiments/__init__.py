@@ -31,7 +31,7 @@ from .registry import (
     register,
 )
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
-                     per_query_se, read_csv)
+                     paper_values, per_query_se, read_csv)
 from .config import BACKENDS, ExperimentConfig, parse_folds, validate_config
 from .folds import load_fold
 from .runner import RunResult, run
@@ -64,6 +64,7 @@ __all__ = [
     "holm_adjusted",
     "paired_ttest",
     "paper_comparison",
+    "paper_values",
     "parse_folds",
     "per_query_se",
     "read_csv",

@@ -20,7 +20,11 @@ from ..exceptions import DataError
 from .tables import RUN_SCHEMA
 
 __all__ = ["holm_adjusted", "load_results", "paired_ttest", "paper_comparison",
-           "per_query_se", "read_csv"]
+           "paper_values", "per_query_se", "read_csv"]
+
+#: The values the five papers report, one row per value (its table, folds
+#: and metric); the method chapters and chapter 8 read it.
+PAPER_VALUES = Path(__file__).resolve().parents[2] / "results" / "paper_values.csv"
 
 
 def _parse(value):
@@ -309,3 +313,57 @@ def per_query_se(per_query, method, metric="AP", folds=None):
                             f"{method!r} on fold {f}; need 2 or more")
         var += vals.var(ddof=1) / vals.size
     return float(math.sqrt(var) / len(folds))
+
+
+def paper_values(dataset, paper, methods=None, tables=None, path=None):
+    """The values one paper reports for one data set, by method and metric.
+
+    A method chapter sets these beside the runner's numbers of the same
+    method (``summary.csv``); rows naming no registry method (a paper's
+    baselines we do not run) are left out.
+
+    Derived in: book/03_fenchelrank_duality.md#real-data-fenchelrank
+
+    Parameters
+    ----------
+    dataset : str
+        ``"MQ2008"`` or ``"OHSUMED"`` (the ``dataset`` column).
+    paper : str
+        The citation key in the ``paper`` column, e.g. ``"lai2013fenchelrank"``.
+    methods : sequence of str, optional
+        Registry methods to keep (default: every one the paper reports).
+    tables : sequence of str, optional
+        Tables to keep, as the ``table`` column names them (``"Table 3"``);
+        default: all.  A paper's tests of one method against several
+        others (FenchelRank's Tables 3 and 9) share a method and metric.
+    path : path-like, optional
+        Default ``results/paper_values.csv`` of the repository.
+
+    Returns
+    -------
+    dict
+        ``{(method, metric): value}``; empty when the file holds no row of
+        ``paper`` on ``dataset``.
+
+    Raises
+    ------
+    DataError
+        Two rows (two tables of the paper) give one method and metric
+        different values; the message names both tables.
+    """
+    out, where = {}, {}
+    for row in read_csv(PAPER_VALUES if path is None else path):
+        if row["dataset"] != dataset or row["paper"] != paper or not row["method"]:
+            continue
+        if methods is not None and row["method"] not in methods:
+            continue
+        if tables is not None and row["table"] not in tables:
+            continue
+        key = (row["method"], row["metric"])
+        value = float(row["value"])
+        if key in out and out[key] != value:
+            raise DataError(f"{path or PAPER_VALUES}: {paper} reports {key[1]} of "
+                            f"{key[0]} on {dataset} as {out[key]} ({where[key]}) and "
+                            f"{value} ({row['table']}); pick tables=")
+        out[key], where[key] = value, row["table"]
+    return out
