@@ -322,7 +322,7 @@ def paper_values(dataset, paper, methods=None, tables=None, path=None):
     method (``summary.csv``); rows naming no registry method (a paper's
     baselines we do not run) are left out.
 
-    Derived in: book/03_fenchelrank_duality.md#real-data-fenchelrank
+    Derived in: book/08_side_by_side.md#side-by-side
 
     Parameters
     ----------
