@@ -19,13 +19,12 @@ import pytest
 from refimpl import estimators as E
 from refimpl.estimators import LifeRank
 from refimpl.features import pearson_importance, pearson_similarity
-from refimpl.losses import PairwiseSquaredHinge
+from refimpl.losses import PairwiseSquaredHinge, ScaledSmooth
 from refimpl.losses.regularized import L2Regularized
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.penalties import L1
 from refimpl.solvers import (
     NonFiniteError,
-    ScaledSmooth,
     apg,
     bdmm,
     fenchelrank,
