@@ -114,6 +114,7 @@ UNDER = {
     "fsmsvm": "10.5 < 72.9",
     "liferank-linreg": "6.9 < 10.0",
     "liferank-ranksvm": "9.8 < 10.0",
+    "lambdamart": "5.5 < 7.0 (resident growth, one run of two)",
     "linreg": "7.4 < 7.8",
     "ranksvm-l1": "2.9 < 14.8",
     "ranksvm-log": "2.9 < 14.9",
