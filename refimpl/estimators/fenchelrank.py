@@ -68,7 +68,7 @@ class FenchelRank(_LinearRanker):
         pair-free tree when the pairs outweigh its sorts or from
         ``refimpl.solvers.fenchelrank.AUTO_TREE_MIN_PAIRS`` pairs on (unless
         ``line_search="pairs"``), else explicit pairs (the label blocks of
-        Algorithm 1); see :func:`refimpl.solvers.fenchelrank.auto_backend`.
+        Algorithm 1); see ``refimpl.solvers.fenchelrank.auto_backend``.
     line_search : {"auto", "pairs", "newton"}, default "auto"
         Line search of ``step="exact"``; ``"pairs"`` needs explicit pairs
         (not the tree backend).

@@ -1,21 +1,20 @@
 """Experiments: every method of the book on the same folds, side by side.
 
-``registry``   one ``Method`` entry per method: factory, the paper's
-               grid and selection metric, linear or not
-``config``     what to run (``ExperimentConfig``) and its checks, before
-               any fit
-``task_cache`` data fingerprints, task and cache keys, the per-task
-               cache entries
-``folds``      a fold loaded, validated and grouped once per worker
-``tables``     selection, summary, the tidy CSV tables and ``run.json``,
-               written atomically
-``interrupts`` SIGINT / SIGTERM end the worker processes first
-``runner``     the fitting path and ``run``: parallel (joblib / dask)
-               cross-validation
-``report``     reading the tables back, the papers' reported values, paired
-               t-tests
-``snapshots``  the chapters' real-data numbers with or without the data:
-               committed runner tables and JSON snapshots, checked live
+- ``registry``: one ``Method`` entry per method: factory, the paper's grid and
+  selection metric, linear or not
+- ``config``: what to run (``ExperimentConfig``) and its checks, before any fit
+- ``task_cache``: data fingerprints, task and cache keys, the per-task cache
+  entries
+- ``folds``: a fold loaded, validated and grouped once per worker
+- ``tables``: selection, summary, the tidy CSV tables and ``run.json``, written
+  atomically
+- ``interrupts``: SIGINT / SIGTERM end the worker processes first
+- ``runner``: the fitting path and ``run``: parallel (joblib / dask) cross-
+  validation
+- ``report``: reading the tables back, the papers' reported values, paired
+  t-tests
+- ``snapshots``: the chapters' real-data numbers with or without the data:
+  committed runner tables and JSON snapshots, checked live
 
 Command line: ``python -m refimpl run --help``.
 

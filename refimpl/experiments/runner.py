@@ -58,7 +58,7 @@ hold the results (a file, ``/dev/null``, a read-only place) is a
 written like the cache entries (a temporary file, then ``os.replace``), and
 the temporary files that killed writes left in these folders are removed
 when a run starts (those of a process gone for a minute, or older than an
-hour: :func:`refimpl._io.remove_stale_tmp`).
+hour: ``refimpl._io.remove_stale_tmp``).
 A FIFO, device or directory where the runner reads one of its files is
 reported like any malformed file (a warning, and the file is rebuilt),
 never waited on.
@@ -350,7 +350,7 @@ def stage_first(tasks):
     An estimator that declares ``FIRST_STAGE_PARAMS`` (``LifeRankPipeline``)
     fits its first stage once per distinct value of those parameters when
     it has a ``memory``
-    (:attr:`~refimpl.experiments.task_cache.Task.stage_cache`); run in
+    (``Task.stage_cache``); run in
     parallel in grid order, the grid points sharing a stage would start together and each
     fit it.  So the first task of each (method, fold, stage) goes first,
     then the others, which find their stage in the cache.  The order of the

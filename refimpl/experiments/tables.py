@@ -6,7 +6,7 @@ per method the mean and standard deviation over folds of the selected
 models' test measures.  :func:`prepare_output` creates and proves
 writable every folder a run writes before its first fit, and removes the
 temporary files killed writes left there
-(:func:`refimpl._io.remove_stale_tmp`); :func:`write_tables` replaces each
+(``refimpl._io.remove_stale_tmp``); :func:`write_tables` replaces each
 table and ``run.json`` atomically.  :data:`RUN_SCHEMA` is the part of
 ``run.json`` read back (:func:`history`, :mod:`refimpl.experiments.report`).
 
