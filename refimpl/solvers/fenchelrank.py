@@ -376,11 +376,12 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         \tau_t = \min\Bigl(1, \max\Bigl(0,
                 \frac{\langle \alpha_t, K b_t\rangle}{2 (r^2/p) \|K b_t\|^2}
                 \Bigr)\Bigr),
-        \qquad \langle \alpha_t, K b_t\rangle = (K^T\alpha_t)^T b_t
-                = \mathrm{gap}_t .
+
+    where :math:`\langle \alpha_t, K b_t\rangle = (K^T\alpha_t)^T b_t =
+    \mathrm{gap}_t`.
 
     It never increases ``G``, and it equals the exact step when every pair
-    with ``(K b_t)_i != 0`` stays active on ``[0, mu_t]`` (then (28) holds
+    with ``(K b_t)_i != 0`` stays active on ``[0, tau_t]`` (then (28) holds
     with equality).  ``||K b_t||^2`` is a sum over
     explicit pairs when the loss has them, otherwise ``b^T H_0 b / (2/p)``
     with ``H_0`` the Hessian at ``w = 0``, where every pair is active.
