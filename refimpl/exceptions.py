@@ -5,6 +5,8 @@ message names the problem, where it was found and what to do about it, so that
 nothing fails later inside a numba kernel.  A bad hyper-parameter of an
 estimator is a :class:`ParameterError` instead, whose message names the
 parameter, its accepted range and the value given.
+
+Derived in: book/01_data_pairs_metrics.md#letor-format
 """
 
 

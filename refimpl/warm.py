@@ -12,6 +12,8 @@ Each estimator of :data:`WARM_FITS` is fitted once at its defaults on the
 with each loss backend it can choose (``backend="auto"`` picks by the
 shape of the data, so the defaults alone would leave the other backend's
 kernels to compile on a reader's data).
+
+Derived in: book/intro.md#run-the-book
 """
 
 from __future__ import annotations

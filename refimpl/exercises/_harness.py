@@ -17,6 +17,8 @@ Before it compares, a diagnosis calls :func:`record` with what refimpl
 expects and what the student's function returned; the failure message then
 ends with the failing case (inputs, expected, got), and
 :attr:`CheckResult.case` holds it as a :class:`FailingCase`.
+
+Derived in: book/intro.md#exercise-checkers
 """
 
 from __future__ import annotations

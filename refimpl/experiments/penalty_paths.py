@@ -18,7 +18,7 @@ Command line (the committed tables; ``--out`` defaults to
     python -m refimpl.experiments.penalty_paths --dataset MQ2008 --n-jobs 2
     python -m refimpl.experiments.penalty_paths --dataset OHSUMED --n-jobs 2
 
-Derived in: book/05_dc_reweighting.md#dc-paths
+Derived in: book/case_nonconvex.md#dc-paths
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def sparsity_measures(coef, X, qid, rel=REL):
     * ``removed``: ``1 - sparsity``, the fraction of features set to zero
       (the paper's Fig. 2 plots this one).
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
 
     Parameters
     ----------
@@ -187,7 +187,7 @@ def penalty_path(penalty, train, vali, test, Cs=PATH_CS, *, warm_start=True,
     stationary point, so a warm start would change the answer, not only
     the work.
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
 
     Parameters
     ----------
@@ -254,7 +254,7 @@ def run_paths(dataset="MQ2008", folds=(1, 2, 3, 4, 5), penalties=tuple(PENALTY_M
               Cs=PATH_CS, *, warm_start=True, n_jobs=1, root=None):
     """:func:`penalty_path` of every penalty on every fold of ``dataset``.
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
 
     Parameters
     ----------
@@ -292,7 +292,7 @@ def run_paths(dataset="MQ2008", folds=(1, 2, 3, 4, 5), penalties=tuple(PENALTY_M
 def write_paths(rows, path):
     """Write :func:`run_paths`' rows as CSV (floats in full precision).
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,7 +307,7 @@ def write_paths(rows, path):
 def load_paths(path=None, *, dataset="MQ2008"):
     """The committed path table (default ``results/<dataset>/penalty_paths.csv``).
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
 
     Parameters
     ----------
@@ -333,7 +333,7 @@ def select_by_validation(rows, Cs=REGISTRY_CS, metric="MAP"):
     row with the best validation ``metric``, the first in increasing ``C``
     on ties.
 
-    Derived in: book/05_dc_reweighting.md#dc-paths
+    Derived in: book/case_nonconvex.md#dc-paths
 
     Returns
     -------
