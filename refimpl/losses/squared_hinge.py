@@ -28,6 +28,7 @@ from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, label_blocks, pair_counts, preference_pairs
 from . import _backend_cost as _cost
 from ._base import CachedObjective
+from ._hinge_hessian import dense_hessian as _dense_hessian
 from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
     _OnePassTree,
@@ -579,6 +580,14 @@ class PairwiseSquaredHinge(CachedObjective):
         self._grad = None
         self._z = None
         return self._value
+
+    @property
+    def dense_hessian(self):
+        """Proximal Newton's ``dense_hessian`` capability
+        (:mod:`refimpl.losses._protocol`): the generalised Hessian matrix
+        from the active pairs' Laplacian (explicit pairs, or the tree on a
+        dense ``X``; :mod:`refimpl.losses._hinge_hessian`), else None."""
+        return _dense_hessian(self)
 
     def tree_score_space(self):
         """The tree state and the rows of ``X`` in its order, or ``None``.
