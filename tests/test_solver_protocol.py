@@ -30,6 +30,7 @@ from refimpl.losses import CAPABILITIES, capability
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.penalties import L1
 from refimpl.solvers import (
+    bdmm,
     apg,
     dc_stationarity,
     fenchelrank,
@@ -385,3 +386,34 @@ def test_reweighted_l1():
     assert res.converged
     # a fixed point of Algorithm 2 is a stationary point of f + Omega
     assert dc_stationarity(q, penalty, res.w).max() <= 1e-9
+
+
+class OnTheSimplexPlane:
+    """``1/2 ||x - B||^2`` subject to ``sum(x) = 1``: bdmm's problem protocol."""
+
+    n_features = 3
+
+    def fun(self, x):
+        return 0.5 * float(np.sum((np.asarray(x) - np.array(B)) ** 2))
+
+    def grad(self, x):
+        return np.asarray(x, dtype=np.float64) - np.array(B)
+
+    def constraint(self, x):
+        return np.array([float(np.sum(x)) - 1.0])
+
+    def constraint_vjp(self, x, u):
+        return np.full(3, float(u[0]))
+
+
+def test_bdmm():
+    tol, constraint_tol = 1e-10, 1e-10
+    res = bdmm(OnTheSimplexPlane(), np.zeros(3), lr=0.2, tol=tol,
+               constraint_tol=constraint_tol, max_iter=100_000)
+    assert res.converged
+    x_star = np.array(B) - (sum(B) - 1.0) / 3
+    # f is 1-strongly convex with the identity Hessian: the distance is the
+    # tangent part of grad_x L plus the normal part |c(x)| / ||1||
+    g0 = np.linalg.norm(np.array(B))           # ||grad_x L(0, 0)||
+    bound = tol * max(1.0, g0) + constraint_tol / np.sqrt(3)
+    assert np.linalg.norm(res.w - x_star) <= bound
