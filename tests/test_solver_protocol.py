@@ -268,7 +268,9 @@ def test_capability_finds_what_is_offered_and_nothing_else():
     q, c = Quadratic(), WithCapabilities()
     for name in CAPABILITIES:
         assert capability(q, name) is None
+    for name in ("score_reuse", "dense_hessian", "score_space"):
         assert capability(c, name) is not None
+    assert capability(c, "pair_blocks") is None
     with pytest.raises(ValueError, match="unknown capability"):
         capability(c, "X")
 

@@ -50,6 +50,11 @@ CAPABILITIES = {
         "2013, eqs. 18-21): value and gradient from z, columns of the step's "
         "image u, Hessian blocks, and the exact step on z + t u; without: "
         "fun, grad and hess_vec at w with safeguarded Newton on the step"),
+    "pair_blocks": (
+        "refimpl.solvers.fenchelrank (line_search='blocks'): the pairs as "
+        "contiguous runs of the label-block layout with the compiled passes "
+        "of Algorithm 1 over them (evaluate, run); without: the 'pairs' "
+        "line search on the score_space, or the generic path"),
 }
 
 

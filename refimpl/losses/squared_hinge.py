@@ -29,6 +29,7 @@ from ..pairs import PAIR_SETS, label_blocks, pair_counts, preference_pairs
 from . import _backend_cost as _cost
 from ._base import CachedObjective
 from ._hinge_hessian import dense_hessian as _dense_hessian
+from ._score_space import pair_blocks as _pair_blocks
 from ._score_space import score_space as _score_space
 from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
@@ -589,6 +590,14 @@ class PairwiseSquaredHinge(CachedObjective):
         from the active pairs' Laplacian (explicit pairs, or the tree on a
         dense ``X``; :mod:`refimpl.losses._hinge_hessian`), else None."""
         return _dense_hessian(self)
+
+    @property
+    def pair_blocks(self):
+        """FenchelRank's ``pair_blocks`` capability
+        (:mod:`refimpl.losses._protocol`): :meth:`label_blocks` with the
+        compiled passes of Algorithm 1 over them
+        (:class:`refimpl.losses._score_space.PairBlocks`), or None."""
+        return _pair_blocks(self)
 
     @property
     def score_space(self):

@@ -35,7 +35,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
 from ..losses import capability
-from ..losses._score_space import FORTRAN_COPY_BYTES
 from ._checks import check_budget, check_choice, check_fenchel_loss
 from ._finite import check_finite
 from ._result import SolverResult
@@ -285,7 +284,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         O(p log p) (needs ``loss.pair_indices()``); ``"blocks"``: the same
         iterates of Algorithm 1 without products with ``X`` in the update
         -- scores carried along the steps, the pairs enumerated per query
-        from ``loss.label_blocks()``, the exact step in one pass that keeps
+        from the loss's ``pair_blocks`` capability, the exact step in one pass that keeps
         only the breakpoints near the last step (see Notes; ``variant=
         "paper"``, dense ``X``, all pairs); ``"newton"``: safeguarded Newton
         on ``ell(w_t + tau b_t)``: with the selection-tree backend on the
@@ -500,12 +499,12 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     paper_exact = step == "exact" and variant == "paper"
     if (line_search == "blocks" and paper_exact) or (
             line_search == "auto" and pairs is not None and paper_exact):
-        blocks = _pair_method(loss, "label_blocks")
+        blocks = capability(loss, "pair_blocks")
     if line_search == "blocks" and blocks is None:
         raise ValueError(
             "line_search='blocks' is Algorithm 1 with the exact step on a "
             "dense X and the full pair set: it needs step='exact', "
-            "variant='paper' and a loss whose label_blocks() is not None (got "
+            "variant='paper' and a loss offering pair_blocks (got "
             f"step={step!r}, variant={variant!r}); use line_search='pairs' or "
             "'newton'"
         )
@@ -651,26 +650,15 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     fresh scores), the pairs are enumerated per query from the label
     blocks, and the loop itself is compiled
     (:func:`refimpl.kernels.fenchel.block_run`; with a callback, one
-    update per call).
+    update per call).  ``blocks`` is the loss's ``pair_blocks`` capability
+    (:class:`refimpl.losses._score_space.PairBlocks`), which holds the data
+    and makes the compiled passes over it; the loop's state is kept here.
     """
     start_time = time.perf_counter()
-    X, start, stop, heads = blocks
     r2 = r * r
-    n_all = int(loss.n_features)
-    # a feature that is 0 in every row has g_j = 0 at every iterate, so the
-    # greedy choice never takes it (when max |g| = 0, eq. 17 already holds):
-    # leave it out of every pass over X (6 of MQ2008's 46)
-    cols = np.flatnonzero(np.count_nonzero(X, axis=0))
-    if len(cols) == 0:
-        cols = np.zeros(1, dtype=np.int64)
-    n = len(cols)
-    l = X.shape[0]
-    # contiguous columns for s x_j when the copy is affordable
-    if len(cols) < n_all:
-        X, X_all = np.empty((l, n)), X
-        _k.gather_columns(X_all, cols, X)
-    XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
-    scale = float(loss.scale)
+    cols, n_all = blocks.cols, int(loss.n_features)
+    n, l = len(cols), blocks.n_docs
+    scale = blocks.scale
     w = np.zeros(n)
     z = np.zeros(l)
     u = np.zeros(l)
@@ -685,8 +673,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     hist = np.empty((len(_k.RUN_HISTORY), min(max_iter + 1, HISTORY_START)))
     istate = np.zeros(7, dtype=np.int64)
     fstate = np.zeros(5)
-    value, j, s, gap = _k.block_evaluate(X, w, z, dz, graw, g, heads, start,
-                                         stop, float(loss.margin), scale, r2)
+    value, j, s, gap = blocks.evaluate(w, z, dz, graw, g, r2)
     istate[[_k.RUN_J, _k.RUN_J_LAST]] = (j, -1)
     fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_MU]] = (value, gap, s,
                                                                math.nan)
@@ -697,11 +684,9 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
         if room == 0:
             hist = _grow_columns(hist)
             room = hist.shape[1] - istate[_k.RUN_RECORDS]
-        _k.block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop,
-                     float(loss.margin), scale, r2, tol, max_iter,
-                     REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, found_a, found_c,
-                     int(loss.n_pairs), istate, fstate, hist, start_time,
-                     1 if callback is not None else room)
+        blocks.run(w, z, u, dz, graw, g, r2, tol, max_iter, REFRESH_EVERY,
+                   BLOCK_STEP_GROWTH, bp, found_a, found_c, istate, fstate,
+                   hist, start_time, 1 if callback is not None else room)
         status = istate[_k.RUN_STATUS]
         if status == _k.RUN_BAD_STEP:
             # the curvature sum_P (K b)^2 overflows silently (to a step of
