@@ -29,7 +29,19 @@ from ..kernels.laplacian_tree import active_laplacian_rows
 TREE_BLOCK_ROWS = 1 << 15
 
 
-class PairHessian:
+class _Scaled:
+    """``c`` times the Hessian of ``loss``; :meth:`scaled` multiplies ``c``."""
+
+    def __init__(self, loss, c=1.0):
+        self.loss = loss
+        self.c = c
+
+    def scaled(self, c):
+        """The same Hessian times ``c`` (for :class:`~refimpl.losses.ScaledSmooth`)."""
+        return type(self)(self.loss, self.c * c)
+
+
+class PairHessian(_Scaled):
     """``c`` times the generalised Hessian of the squared hinge on explicit pairs.
 
     :meth:`at` keeps the active set and matrix of its last call: the
@@ -40,13 +52,8 @@ class PairHessian:
     """
 
     def __init__(self, loss, c=1.0):
-        self.loss = loss
-        self.c = c
+        super().__init__(loss, c)
         self._previous = None
-
-    def scaled(self, c):
-        """The same Hessian times ``c`` (for :class:`~refimpl.losses.ScaledSmooth`)."""
-        return type(self)(self.loss, self.c * c)
 
     def at(self, w):
         """The matrix at ``w`` (possibly the array of the last call: copy to change it)."""
@@ -76,7 +83,7 @@ class PairHessian:
         return H
 
 
-class TreeHessian:
+class TreeHessian(_Scaled):
     """``c`` times the generalised Hessian of the squared hinge without pair arrays.
 
     ``Lap_A X`` block by block of whole queries from the sorted scores
@@ -88,14 +95,6 @@ class TreeHessian:
     set is that of the explicit pairs at the same scores.  Dense ``X``,
     all pairs.
     """
-
-    def __init__(self, loss, c=1.0):
-        self.loss = loss
-        self.c = c
-
-    def scaled(self, c):
-        """The same Hessian times ``c`` (for :class:`~refimpl.losses.ScaledSmooth`)."""
-        return type(self)(self.loss, self.c * c)
 
     def at(self, w):
         """The matrix at ``w`` (a new array)."""

@@ -27,6 +27,18 @@ from ..kernels import squared_hinge as _sh
 FORTRAN_COPY_BYTES = 64 * 2**20
 
 
+def _column_major(X):
+    """``(sparse, X)`` with ``X`` read by columns: CSC, or a Fortran copy.
+
+    Columns are contiguous in a Fortran copy; above
+    :data:`FORTRAN_COPY_BYTES` they are read in place (strided), no copy.
+    """
+    if sp.issparse(X):
+        return True, X.tocsc()
+    X = np.asarray(X, dtype=np.float64)
+    return False, np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
+
+
 class PairScoreSpace:
     """Scores ``z = X w`` kept along the steps, value and gradient from them.
 
@@ -46,15 +58,7 @@ class PairScoreSpace:
     def __init__(self, loss):
         self._sh = _sh
         self.loss = loss
-        X = loss.X
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            self.X = X.tocsc()
-        else:
-            # columns are contiguous in a Fortran copy; above
-            # FORTRAN_COPY_BYTES they are read in place (strided), no copy
-            X = np.asarray(X, dtype=np.float64)
-            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
+        self.sparse, self.X = _column_major(loss.X)
         self.pi, self.pj = loss.pair_indices()
         p = len(self.pi)
         self.n_docs = self.X.shape[0]
@@ -156,12 +160,7 @@ class TreeScoreSpace:
         X = impl.X if loss.one_pass_ else loss.X
         self.loss = loss
         self.impl = impl
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            self.X = X.tocsc()
-        else:
-            X = np.asarray(X, dtype=np.float64)
-            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
+        self.sparse, self.X = _column_major(X)
         self.n_docs = X.shape[0]
         self.scale = float(loss.scale)
         self._to_rows = getattr(impl, "to_rows", lambda v: v)
