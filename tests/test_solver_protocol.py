@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from refimpl.losses import CAPABILITIES, capability
+from refimpl.losses import CAPABILITIES, LifeRankObjective, capability
 from refimpl.nonconvex import make_concave_penalty
 from refimpl.penalties import L1
 from refimpl.solvers import (
@@ -34,6 +34,8 @@ from refimpl.solvers import (
     apg,
     dc_stationarity,
     fenchelrank,
+    fit_weights,
+    liferank_solve,
     projected_subgradient,
     prox_newton,
     reweighted_l1,
@@ -419,3 +421,41 @@ def test_bdmm():
     g0 = np.linalg.norm(np.array(B))           # ||grad_x L(0, 0)||
     bound = tol * max(1.0, g0) + constraint_tol / np.sqrt(3)
     assert np.linalg.norm(res.w - x_star) <= bound
+
+
+#: LifeRank on the data-free loss ell(v) = 1/2 ||v||^2 - B^T v: eq. 5 is
+#: ell(T w) + lam/2 ||w||^2, least when B lies in the range of T, at
+#: F* = -||B||^2 / (2 (1 + lam)), with w = T^T B / (1 + lam) for a fixed T
+LAM = 0.5
+
+
+def liferank_objective():
+    return LifeRankObjective(Quadratic((1.0, 1.0, 1.0), (0.0, 0.0, 0.0), B), 2, LAM)
+
+
+def test_fit_weights():
+    T = np.eye(3)[:, :2]
+    tol = 1e-10
+    res = fit_weights(liferank_objective(), T, np.zeros(2), lr=0.5, tol=tol)
+    assert res.converged
+    g0 = np.linalg.norm(T.T @ np.array(B))      # ||grad_w F(T, 0)||
+    w_star = T.T @ np.array(B) / (1.0 + LAM)
+    assert np.linalg.norm(res.w - w_star) <= tol * max(1.0, g0) / (1.0 + LAM)
+
+
+@pytest.mark.parametrize("constraint", ["stiefel", "bdmm"])
+def test_liferank_solve(constraint):
+    obj = liferank_objective()
+    T0 = np.eye(3)[:, :2]
+    constraint_tol = 1e-9
+    res = liferank_solve(obj, T0, np.zeros(2), constraint=constraint, lr=0.2,
+                         tol=1e-10, constraint_tol=constraint_tol,
+                         max_iter=200_000)
+    assert res.converged
+    F_star = -0.5 * float(np.array(B) @ np.array(B)) / (1.0 + LAM)
+    F = obj.value_and_grads(res.T, res.w)[0]
+    violation = np.linalg.norm(res.T.T @ res.T - np.eye(2))
+    assert violation <= constraint_tol
+    # F is smooth on the Stiefel manifold and stationary there: F* to
+    # rounding, up to what the constraint's slack allows off it
+    assert abs(F - F_star) <= 1e-9 + 10 * violation * abs(F_star)
