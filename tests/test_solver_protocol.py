@@ -15,15 +15,19 @@ the same optimum through them.  Each assertion is the solver's own
 stopping rule turned into a distance to the optimum: with ``f``
 ``mu``-strongly convex (``mu = min(a)``, as ``u u^T`` is PSD), a point whose
 minimum-norm subgradient has norm ``||v||`` lies within ``||v|| / mu`` of
-the minimiser, and a Frank-Wolfe gap bounds ``G(w) - G^*``.
+the minimiser, and a Frank-Wolfe gap bounds ``G(w) - G^*``.  The solvers
+of other problems (BDMM, LifeRank, the cutting planes of SVMrank) get a
+data-free problem of their own protocol, with a closed-form or cvxpy optimum.
 """
 
 from __future__ import annotations
 
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import pytest
+from cvx_reference import solve as cvx_solve
 from sklearn.exceptions import ConvergenceWarning
 
 from refimpl.losses import CAPABILITIES, LifeRankObjective, capability
@@ -42,6 +46,7 @@ from refimpl.solvers import (
     tron,
     truncated_gradient,
 )
+from refimpl.solvers.cutting_plane import cutting_plane_ranksvm
 from refimpl.solvers.prox_newton import generalized_hessian, min_norm_subgradient
 
 #: diag(a) + u u^T and b: the whole objective
@@ -459,3 +464,60 @@ def test_liferank_solve(constraint):
     # F is smooth on the Stiefel manifold and stationary there: F* to
     # rounding, up to what the constraint's slack allows off it
     assert abs(F - F_star) <= 1e-9 + 10 * violation * abs(F_star)
+
+
+class TinyHinge:
+    """The pairwise hinge on four constant documents: cutting_plane_ranksvm's protocol.
+
+    ``risk(w) = sum_P max(0, 1 - (z_i - z_j))`` with ``z`` the scores of
+    :data:`ROWS`, and the counts ``l^+, l^-`` of the violated pairs, as
+    :class:`refimpl.losses.pairwise_hinge.PairwiseHinge` offers them.
+    """
+
+    #: documents (rows) and preference pairs (upper, lower): tuples, no array
+    ROWS = ((1.0, 0.2), (0.3, 0.9), (-0.5, 0.4), (0.1, -0.8))
+    PAIRS = ((0, 1), (0, 2), (1, 2), (1, 3), (3, 2))
+    n_features = 2
+    last_scores = None
+
+    def scores(self, w):
+        return np.array([float(np.dot(x, w)) for x in self.ROWS])
+
+    def counts(self, z):
+        lp, lm = np.zeros(len(self.ROWS), dtype=np.int64), np.zeros(len(self.ROWS),
+                                                                     dtype=np.int64)
+        for i, j in self.PAIRS:
+            if 1.0 - (z[i] - z[j]) > 0.0:
+                lm[i] += 1
+                lp[j] += 1
+        return lp, lm
+
+    def value(self, z):
+        return sum(max(0.0, 1.0 - (z[i] - z[j])) for i, j in self.PAIRS)
+
+    def risk(self, w):
+        z = self.scores(w)
+        self.last_scores = z
+        lp, lm = self.counts(z)
+        c = (lm - lp).astype(np.float64)
+        return self.value(z), c, int(lm.sum())
+
+    def direction(self, c):
+        return np.asarray(c, dtype=np.float64) @ np.array(self.ROWS)
+
+
+@pytest.mark.parametrize("C", [0.1, 3.0])
+def test_cutting_plane(C):
+    hinge, n, tol = TinyHinge(), 2, 1e-8
+    res = cutting_plane_ranksvm(hinge, C, n, tol=tol, max_iter=1000)
+    assert res.converged
+
+    def P(w):
+        return 0.5 * float(w @ w) + C / n * hinge.value(hinge.scores(w))
+
+    w = cp.Variable(2)
+    K = np.array([np.subtract(hinge.ROWS[i], hinge.ROWS[j]) for i, j in hinge.PAIRS])
+    P_star = cvx_solve(cp.Problem(cp.Minimize(
+        0.5 * cp.sum_squares(w) + C / n * cp.sum(cp.pos(1 - K @ w)))))
+    # the certificate: P(w_best) - D(alpha) <= tol P(w_best), D <= P*
+    assert P_star - 1e-7 <= P(res.w) <= P_star + tol * P(res.w) + 1e-7
