@@ -2,7 +2,7 @@
 
 Where ``margin - (z_i - z_j) > 0`` for every pair of every query (always,
 on the l1 ball of eq. 4, when ``r max |x_i - x_j|_inf < 1``) the squared
-hinge is a quadratic, and ``_TreeScoreSpace`` evaluates it from per-level
+hinge is a quadratic, and the tree's ``score_space`` evaluates it from per-level
 sums (``refimpl.kernels.fenchel.all_active_*``) instead of the sorted sweep
 of the order-statistic tree, and carries ``h = X^T (c * z)`` along the steps
 instead of a pass over ``X``.  These tests hold the kernels to brute force

@@ -1,7 +1,7 @@
 """FenchelRank on the pair-free tree backend: scores carried, exact step on them.
 
 With the selection-tree backend every variant (the paper's Algorithm 1
-included) runs in score space (``_TreeScoreSpace``): ``z = X w`` carried
+included) runs in the tree's ``score_space`` (``TreeScoreSpace``): ``z = X w`` carried
 along the steps, the exact step by safeguarded Newton on
 ``t -> L(z + t u)`` with each evaluation a sweep of the tree over the
 scores (no pass over ``X``, no pair arrays), and one ``X^T dz`` per update.
@@ -51,7 +51,7 @@ def test_tree_path_matches_explicit_pairs(variant, seed, r):
     pairs = run(loss_of(X, y, qid, r, "pairs"), r, tol=1e-6, max_iter=300,
                 line_search="pairs", variant=variant)
     tree_loss = loss_of(X, y, qid, r, "tree")
-    assert tree_loss.tree_score_space() is not None
+    assert tree_loss.score_space.follows_steps
     tree = run(tree_loss, r, tol=1e-6, max_iter=300, variant=variant)
     assert_same_run(tree, pairs)
 
@@ -81,7 +81,7 @@ def test_the_tree_path_is_taken_and_reports_evaluations():
     assert all(n >= 1 for n in res.history["ls_eval"][1:])
     # the other tree methods have no adoptable state: protocol path
     loss = loss_of(X, y, qid, 2.0, "tree", tree_method="avl")
-    assert loss.tree_score_space() is None
+    assert loss.score_space is None
 
 
 # every variant and two radii on MQ2008; OHSUMED (146 documents a query,
@@ -169,9 +169,8 @@ def test_score_line_search_against_brute_force(problem):
     X = np.eye(n)    # X w = w: the scores are the weights
     loss = PairwiseSquaredHinge(X, y, qid, margin=margin, normalize=True,
                                 backend="tree")
-    impl, Xr = loss.tree_score_space()
-    space = fr._TreeScoreSpace(loss, impl, Xr)
-    to_rows = getattr(impl, "to_rows", lambda v: v)
+    space = loss.score_space
+    to_rows = getattr(loss._impl, "to_rows", lambda v: v)
     zr, ur = np.array(to_rows(z)), np.array(to_rows(u))
     value, _ = space.value_grad(zr)
     pi, pj = explicit_pairs(y, qid)
@@ -184,7 +183,7 @@ def test_score_line_search_against_brute_force(problem):
     t_ref = float(_k.linesearch_pairs(a, c))
     # psi'(0) = -2/p sum_active a c
     dpsi0 = -2.0 / p * float(np.sum(np.maximum(a, 0.0) * c))
-    t, z_new, n_eval = space.line_search(zr, ur, dpsi0)
+    t, z_new, n_eval = fr._score_line_search(space, zr, ur, dpsi0)
     assert 0.0 <= t <= 1.0
     np.testing.assert_allclose(z_new, zr + t * ur, rtol=0, atol=0)
     f = phi_brute(z, u, pi, pj, margin, t)

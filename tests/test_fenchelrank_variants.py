@@ -309,7 +309,7 @@ def test_score_space_matches_explicit_pairs(prob):
     X, y, qid, r, w, v = prob
     loss = fenchel_loss(X, y, qid, r)
     K = pair_difference_matrix(X, y, qid)
-    space = fr._ScoreSpace(loss, loss.pair_indices())
+    space = loss.score_space
     z = X @ w
     L, gL = space.value_grad(z)
     res = np.maximum(0.0, 1.0 / r - K @ w)
@@ -324,8 +324,9 @@ def test_score_space_matches_explicit_pairs(prob):
     np.testing.assert_allclose(space.hessian(S), H, rtol=1e-9,
                                atol=1e-12 * scale)
     # the exact step along d = v (any direction; t in [0, 1]) by brute force
-    c = space.exact_step(z, X @ v).copy()
-    t = float(fr._k.linesearch_pairs(space.a, c))
+    a, c = space.exact_step(z, X @ v)
+    c = c.copy()
+    t = float(fr._k.linesearch_pairs(a, c))
     np.testing.assert_allclose(c, K @ v, rtol=1e-9, atol=1e-12 * scale ** 0.5)
     ts = np.linspace(0.0, 1.0, 2001)
     phi = [np.sum(np.maximum(0.0, 1.0 / r - K @ (w + s * v)) ** 2) for s in ts]

@@ -2,10 +2,16 @@
 
 All share ``refimpl.losses._base.CachedObjective`` (the shape check of
 ``w`` and the last-``fun`` cache) and offer the solvers the
-:class:`SmoothObjective` protocol.
+:class:`SmoothObjective` protocol, and some of them optional capabilities
+(:func:`capability`; the protocol is described in ``_protocol``).
 """
 
-from ._protocol import PairwiseLineSearchObjective, SmoothObjective
+from ._protocol import (
+    CAPABILITIES,
+    PairwiseLineSearchObjective,
+    SmoothObjective,
+    capability,
+)
 from .liferank import LifeRankObjective
 from .lifted import FSMRankSmooth, LiftedLoss
 from .logistic import LOSS_BACKENDS, PairwiseLogistic
@@ -14,6 +20,7 @@ from .scaled import ScaledSmooth
 from .squared_hinge import PairwiseSquaredHinge
 
 __all__ = [
+    "CAPABILITIES",
     "LOSS_BACKENDS",
     "FSMRankSmooth",
     "L2Regularized",
@@ -24,4 +31,5 @@ __all__ = [
     "PairwiseSquaredHinge",
     "ScaledSmooth",
     "SmoothObjective",
+    "capability",
 ]

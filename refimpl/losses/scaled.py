@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ._base import CachedObjective
+from ._protocol import capability
 
 
 class ScaledSmooth(CachedObjective):
@@ -51,3 +52,9 @@ class ScaledSmooth(CachedObjective):
     def hess_vec(self, s) -> np.ndarray:
         """``c H s`` with the Hessian state of the last :meth:`fun`."""
         return self.c * np.asarray(self.smooth.hess_vec(s), dtype=np.float64)
+
+    @property
+    def dense_hessian(self):
+        """The wrapped objective's ``dense_hessian`` capability times ``c``, or None."""
+        inner = capability(self.smooth, "dense_hessian")
+        return None if inner is None else inner.scaled(self.c)

@@ -28,6 +28,9 @@ from ..kernels import squared_hinge as _k
 from ..pairs import PAIR_SETS, label_blocks, pair_counts, preference_pairs
 from . import _backend_cost as _cost
 from ._base import CachedObjective
+from ._hinge_hessian import dense_hessian as _dense_hessian
+from ._score_space import pair_blocks as _pair_blocks
+from ._score_space import score_space as _score_space
 from ._tree_backend import (
     ONE_PASS_COPY_MAX_BYTES,
     _OnePassTree,
@@ -580,22 +583,30 @@ class PairwiseSquaredHinge(CachedObjective):
         self._z = None
         return self._value
 
-    def tree_score_space(self):
-        """The tree state and the rows of ``X`` in its order, or ``None``.
+    @property
+    def dense_hessian(self):
+        """Proximal Newton's ``dense_hessian`` capability
+        (:mod:`refimpl.losses._protocol`): the generalised Hessian matrix
+        from the active pairs' Laplacian (explicit pairs, or the tree on a
+        dense ``X``; :mod:`refimpl.losses._hinge_hessian`), else None."""
+        return _dense_hessian(self)
 
-        ``(impl, X_rows)`` with the selection-tree backend: ``impl`` takes
-        score vectors in the order of the rows of ``X_rows`` (the caller's
-        ``X`` on the two-pass path, the query-grouped one on the one-pass
-        path; ``impl.to_rows`` / ``impl.from_rows`` translate when they
-        differ) and offers ``value_dz``, ``value`` + ``adopt`` and
-        ``hess_dz`` (O(l log l) or O(l) each, never touching ``X``).  Lets
-        FenchelRank run its exact line search on the scores alone.
-        ``None`` for the other backends and tree methods.
-        """
-        if self.backend != "tree" or not getattr(self._impl, "can_adopt", False):
-            return None
-        X = self._impl.X if self.one_pass_ else self.X
-        return self._impl, X
+    @property
+    def pair_blocks(self):
+        """FenchelRank's ``pair_blocks`` capability
+        (:mod:`refimpl.losses._protocol`): :meth:`label_blocks` with the
+        compiled passes of Algorithm 1 over them
+        (:class:`refimpl.losses._score_space.PairBlocks`), or None."""
+        return _pair_blocks(self)
+
+    @property
+    def score_space(self):
+        """FenchelRank's ``score_space`` capability
+        (:mod:`refimpl.losses._protocol`): the scores ``X w`` carried along
+        the l1-ball steps, with explicit pairs or the selection tree
+        (:mod:`refimpl.losses._score_space`; reading it copies ``X``
+        column-major up to ``FORTRAN_COPY_BYTES``), else None."""
+        return _score_space(self)
 
     def value_at(self, w) -> float:
         """Loss value only, leaving the cached state untouched."""

@@ -61,11 +61,16 @@ def initial_point(w0, n, solver, objective):
 
 
 def check_fenchel_loss(loss, r):
-    """Check that ``loss`` is the mean squared hinge with margin ``1/r``.
+    """Check that ``loss`` is a smooth objective and, if it declares them, eq. 4's.
+
+    A loss with ``margin`` and ``normalize`` (the squared hinge) must be
+    the mean squared hinge with margin ``1/r``; any other objective with
+    ``fun``, ``grad``, ``hess_vec`` and ``n_features`` is taken as the
+    ``ell`` of ``G = r^2 ell`` as given.
 
     Parameters
     ----------
-    loss : PairwiseSquaredHinge
+    loss : SmoothObjective
     r : float
         Radius of the l1 ball of eq. 3 (> 0).
 
@@ -77,8 +82,9 @@ def check_fenchel_loss(loss, r):
     Raises
     ------
     ValueError
-        If ``r`` is not a positive finite number, ``loss.normalize`` is not
-        true or ``loss.margin`` differs from ``1/r`` (relative 1e-12).
+        If ``r`` is not a positive finite number, ``loss`` lacks one of
+        ``fun``, ``grad``, ``hess_vec``, ``n_features``, or ``loss.normalize``
+        is not true or ``loss.margin`` differs from ``1/r`` (relative 1e-12).
 
     Derived in: book/03_fenchelrank_duality.md#fenchelrank
     """
@@ -88,19 +94,18 @@ def check_fenchel_loss(loss, r):
         raise ValueError(f"r must be a positive number, got {r!r}") from None
     if not (math.isfinite(r) and r > 0):
         raise ValueError(f"r must be a positive finite number, got {r!r}")
-    for attr in ("fun", "grad", "hess_vec", "scores", "margin", "normalize",
-                 "n_pairs", "pair_indices", "pair_norm2_operator"):
+    for attr in ("fun", "grad", "hess_vec", "n_features"):
         if not hasattr(loss, attr):
             raise ValueError(
-                "loss must be a refimpl.losses.PairwiseSquaredHinge (it has no "
-                f"attribute {attr!r})"
+                "loss must be a smooth objective (refimpl.losses.SmoothObjective, "
+                f"e.g. PairwiseSquaredHinge); it has no attribute {attr!r}"
             )
-    if not loss.normalize:
+    if hasattr(loss, "normalize") and not loss.normalize:
         raise ValueError(
             "FenchelRank's G(w) = (r^2/p) sum max(0, 1/r - w^T(x_i - x_j))^2 "
             "(eq. 4) is a mean over pairs: build the loss with normalize=True"
         )
-    if abs(loss.margin * r - 1.0) > 1e-12:
+    if hasattr(loss, "margin") and abs(loss.margin * r - 1.0) > 1e-12:
         raise ValueError(
             f"loss.margin must be 1/r = {1.0 / r!r} for eq. 4, got "
             f"{loss.margin!r}: build PairwiseSquaredHinge(..., margin=1/r)"

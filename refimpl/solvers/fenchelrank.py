@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels import fenchel as _k
+from ..losses import capability
 from ._checks import check_budget, check_choice, check_fenchel_loss
 from ._finite import check_finite
 from ._result import SolverResult
@@ -54,17 +55,13 @@ VARIANTS = ("paper", "pairwise", "away", "face_newton")
 #: fast variants otherwise update in place (bounds the drift of rounding).
 REFRESH_EVERY = 256
 
-#: Largest dense ``X`` of which the fast variants keep a Fortran-ordered
-#: copy (contiguous columns for ``X d`` and the Hessian block).
-FORTRAN_COPY_BYTES = 64 * 2**20
-
 _HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
 
 #: FenchelRank's ``backend="auto"``: the work of one update, counted per
 #: backend.  On the label blocks (``line_search="blocks"``, explicit pairs)
 #: one streaming pass over the ``p`` pairs for the value and score gradient
 #: and one for the exact step's breakpoints: ``O(p)``.  On the tree
-#: (:class:`_TreeScoreSpace`) a sort of each query's scores and a tree sweep
+#: (:class:`refimpl.losses._score_space.TreeScoreSpace`) a sort of each query's scores and a tree sweep
 #: for each of the Newton line search's 3-6 evaluations:
 #: ``O(sum_q l_q log2 l_q)``.  Both make one pass over ``X`` for the
 #: gradient, which cancels.  A pair costs a few nanoseconds of arithmetic, a
@@ -255,10 +252,19 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 
     Parameters
     ----------
-    loss : PairwiseSquaredHinge
-        Built with ``margin=1/r`` and ``normalize=True``, any backend; the
-        solver uses only what :class:`refimpl.losses.PairwiseLineSearchObjective`
-        names.
+    loss : SmoothObjective
+        ``ell`` of eq. 4: a :class:`~refimpl.losses.PairwiseSquaredHinge`
+        built with ``margin=1/r`` and ``normalize=True``, any backend, or
+        any convex :class:`~refimpl.losses.SmoothObjective` (then
+        ``G = r^2 loss`` is minimised on the unit l1 ball).  The solver
+        uses only ``fun``, ``grad``, ``hess_vec`` and, when the loss has
+        them, the members of
+        :class:`~refimpl.losses.PairwiseLineSearchObjective` (the
+        ``"pairs"`` and ``"blocks"`` line searches and the closed-form step
+        need them) and its ``score_space`` capability
+        (:data:`refimpl.losses.CAPABILITIES`; the fast variants and the tree
+        backend carry the scores there); without them every step goes
+        through ``fun``, ``grad`` and ``hess_vec``.
     r : float
         Radius of the l1 ball of eq. 3 (> 0).  The solution of eq. 3 is
         ``r * result.w``.
@@ -278,7 +284,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         O(p log p) (needs ``loss.pair_indices()``); ``"blocks"``: the same
         iterates of Algorithm 1 without products with ``X`` in the update
         -- scores carried along the steps, the pairs enumerated per query
-        from ``loss.label_blocks()``, the exact step in one pass that keeps
+        from the loss's ``pair_blocks`` capability, the exact step in one pass that keeps
         only the breakpoints near the last step (see Notes; ``variant=
         "paper"``, dense ``X``, all pairs); ``"newton"``: safeguarded Newton
         on ``ell(w_t + tau b_t)``: with the selection-tree backend on the
@@ -443,7 +449,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     with neither pairs nor a tree state, ``line_search="newton"``) value,
     gradient and Newton line search go through the loss as in Algorithm 1.
 
-    *Tree backend* (``loss.tree_score_space()`` not ``None``; every
+    *Tree backend* (the loss's ``score_space`` capability without pairs; every
     variant, the paper's included, with the exact step and
     ``line_search="auto"`` or ``"newton"``).  The same scores carried along
     the steps, in the tree's row order; along a step the scores move as
@@ -459,7 +465,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     active (always when ``r max |x_i - x_j|_inf < 1``) the loss is a
     quadratic: sweeps and curvature then come from per-level sums, O(l)
     with no sort, and ``X^T dz`` from a vector carried along the steps, no
-    pass over ``X`` (see :class:`_TreeScoreSpace`).  The iterates are those
+    pass over ``X`` (see :class:`refimpl.losses._score_space.TreeScoreSpace`).  The iterates are those
     of the explicit-pairs path to 1e-12 with the same greedy coordinates
     (``tests/test_fenchelrank_tree.py``, MQ2008 Fold 1 included).  For the
     fast variants a tie between vertices' values ``g^T v`` within
@@ -488,19 +494,17 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             f"variant={variant!r} needs step='exact' (its steps are bounded by "
             f"the weight of the away vertex), got step={step!r}"
         )
-    pairs = loss.pair_indices()
+    pairs = _pair_method(loss, "pair_indices")
     blocks = None
     paper_exact = step == "exact" and variant == "paper"
     if (line_search == "blocks" and paper_exact) or (
             line_search == "auto" and pairs is not None and paper_exact):
-        # (a loss written to the protocol before label blocks has none)
-        label_blocks = getattr(loss, "label_blocks", None)
-        blocks = label_blocks() if label_blocks is not None else None
+        blocks = capability(loss, "pair_blocks")
     if line_search == "blocks" and blocks is None:
         raise ValueError(
             "line_search='blocks' is Algorithm 1 with the exact step on a "
             "dense X and the full pair set: it needs step='exact', "
-            "variant='paper' and a loss whose label_blocks() is not None (got "
+            "variant='paper' and a loss offering pair_blocks (got "
             f"step={step!r}, variant={variant!r}); use line_search='pairs' or "
             "'newton'"
         )
@@ -516,32 +520,36 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             "line_search='newton' or 'auto'"
         )
 
-    tree = None
-    if (pairs is None and step == "exact" and line_search in ("auto", "newton")
-            and hasattr(loss, "tree_score_space")):
-        tree = loss.tree_score_space()
-    if variant != "paper" or tree is not None:
+    space = None
+    if pairs is None and step == "exact" and line_search in ("auto", "newton"):
+        # a score space without pairs carries its state along the steps
+        space = capability(loss, "score_space")
+    if variant != "paper" or space is not None:
         return _active_set_fw(loss, r, tol, max_iter, line_search, callback,
-                              variant, pairs, tree)
+                              variant, pairs, space)
 
     start = time.perf_counter()
     r2 = r * r
     n = int(loss.n_features)
-    margin = float(loss.margin)
     if pairs is not None:
+        margin = float(loss.margin)
         pi, pj = pairs
         a_buf = np.empty(len(pi))
         kb_buf = np.empty(len(pi))
         p = len(pi)
-    else:
-        p = int(loss.n_pairs)
     kb_norm2 = None
     if step == "closed_form":
         if pairs is not None:
             def kb_norm2(b):
                 return float(_k.sum_squares_diff(loss.scores(b), pi, pj))
         else:
-            kb_norm2 = loss.pair_norm2_operator()
+            kb_norm2 = _pair_method(loss, "pair_norm2_operator")
+            if kb_norm2 is None:
+                raise ValueError(
+                    "step='closed_form' needs ||K b||^2: a loss with "
+                    "pair_indices() or pair_norm2_operator() (refimpl.losses."
+                    "PairwiseLineSearchObjective); use step='exact'")
+            p = int(loss.n_pairs)
 
     w = np.zeros(n)
     history = {key: [] for key in _HISTORY_KEYS}
@@ -642,26 +650,15 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     fresh scores), the pairs are enumerated per query from the label
     blocks, and the loop itself is compiled
     (:func:`refimpl.kernels.fenchel.block_run`; with a callback, one
-    update per call).
+    update per call).  ``blocks`` is the loss's ``pair_blocks`` capability
+    (:class:`refimpl.losses._score_space.PairBlocks`), which holds the data
+    and makes the compiled passes over it; the loop's state is kept here.
     """
     start_time = time.perf_counter()
-    X, start, stop, heads = blocks
     r2 = r * r
-    n_all = int(loss.n_features)
-    # a feature that is 0 in every row has g_j = 0 at every iterate, so the
-    # greedy choice never takes it (when max |g| = 0, eq. 17 already holds):
-    # leave it out of every pass over X (6 of MQ2008's 46)
-    cols = np.flatnonzero(np.count_nonzero(X, axis=0))
-    if len(cols) == 0:
-        cols = np.zeros(1, dtype=np.int64)
-    n = len(cols)
-    l = X.shape[0]
-    # contiguous columns for s x_j when the copy is affordable
-    if len(cols) < n_all:
-        X, X_all = np.empty((l, n)), X
-        _k.gather_columns(X_all, cols, X)
-    XF = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
-    scale = float(loss.scale)
+    cols, n_all = blocks.cols, int(loss.n_features)
+    n, l = len(cols), blocks.n_docs
+    scale = blocks.scale
     w = np.zeros(n)
     z = np.zeros(l)
     u = np.zeros(l)
@@ -676,8 +673,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     hist = np.empty((len(_k.RUN_HISTORY), min(max_iter + 1, HISTORY_START)))
     istate = np.zeros(7, dtype=np.int64)
     fstate = np.zeros(5)
-    value, j, s, gap = _k.block_evaluate(X, w, z, dz, graw, g, heads, start,
-                                         stop, float(loss.margin), scale, r2)
+    value, j, s, gap = blocks.evaluate(w, z, dz, graw, g, r2)
     istate[[_k.RUN_J, _k.RUN_J_LAST]] = (j, -1)
     fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_MU]] = (value, gap, s,
                                                                math.nan)
@@ -688,11 +684,9 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
         if room == 0:
             hist = _grow_columns(hist)
             room = hist.shape[1] - istate[_k.RUN_RECORDS]
-        _k.block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop,
-                     float(loss.margin), scale, r2, tol, max_iter,
-                     REFRESH_EVERY, BLOCK_STEP_GROWTH, bp, found_a, found_c,
-                     int(loss.n_pairs), istate, fstate, hist, start_time,
-                     1 if callback is not None else room)
+        blocks.run(w, z, u, dz, graw, g, r2, tol, max_iter, REFRESH_EVERY,
+                   BLOCK_STEP_GROWTH, bp, found_a, found_c, istate, fstate,
+                   hist, start_time, 1 if callback is not None else room)
         status = istate[_k.RUN_STATUS]
         if status == _k.RUN_BAD_STEP:
             # the curvature sum_P (K b)^2 overflows silently (to a step of
@@ -751,290 +745,6 @@ def _check_block_state(fstate, scale, g, loss):
     check_finite(g, "FenchelRank", "the gradient of the loss", loss)
     check_finite(fstate[_k.RUN_GAP], "FenchelRank", "the duality gap (eq. 16)",
                  loss)
-
-
-class _ScoreSpace:
-    """Scores ``z = X w`` kept along the steps, value and gradient from them.
-
-    For explicit pairs: ``X d`` is assembled from columns of the loss's
-    ``X`` (a Fortran-ordered copy up to :data:`FORTRAN_COPY_BYTES`, else
-    read in place) or from ``z`` itself, the value and the score
-    gradient come from :func:`refimpl.kernels.squared_hinge.value_dz` on
-    ``z``, Hessian blocks from its ``hess_dz``, and the exact step from
-    :func:`refimpl.kernels.fenchel.linesearch_pairs` on the residuals.
-    """
-
-    def __init__(self, loss, pairs):
-        import scipy.sparse as sp
-
-        from ..kernels import squared_hinge as _sh
-
-        self._sh = _sh
-        X = loss.X
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            self.X = X.tocsc()
-        else:
-            # columns are contiguous in a Fortran copy; above
-            # FORTRAN_COPY_BYTES they are read in place (strided), no copy
-            X = np.asarray(X, dtype=np.float64)
-            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
-        self.pi, self.pj = pairs
-        p = len(self.pi)
-        self.n_docs = self.X.shape[0]
-        self.scale = float(loss.scale)
-        self.margin = float(loss.margin)
-        self.dz = np.empty(self.n_docs)
-        self.act_i = np.empty(p, dtype=np.int64)
-        self.act_j = np.empty(p, dtype=np.int64)
-        self.n_act = 0
-        self.a = np.empty(p)
-        self.c = np.empty(p)
-
-    def columns(self, idx):
-        cols = self.X[:, idx]
-        return cols.toarray() if self.sparse else cols
-
-    def column(self, j):
-        return self.columns([j])[:, 0]
-
-    def value_grad(self, z):
-        value, self.n_act = self._sh.value_dz(z, self.pi, self.pj, self.margin,
-                                              self.dz, self.act_i, self.act_j)
-        grad = np.asarray(self.X.T @ self.dz, dtype=np.float64).ravel()
-        return self.scale * value, self.scale * grad
-
-    def hessian(self, idx):
-        """Generalised Hessian block ``H_SS`` at the last :meth:`value_grad`."""
-        U = np.asfortranarray(self.columns(idx), dtype=np.float64)
-        HU = np.empty_like(U, order="F")
-        for col in range(U.shape[1]):
-            self._sh.hess_dz(U[:, col], self.act_i, self.act_j, self.n_act,
-                             HU[:, col])
-        return self.scale * (U.T @ HU)
-
-    def exact_step(self, z, u):
-        """Smallest minimiser on [0, 1] of ``t -> L(w + t d)``, ``u = X d``."""
-        _k.pair_residuals(z, u, self.pi, self.pj, self.margin, self.a, self.c)
-        return self.c
-
-
-class _TreeScoreSpace:
-    """Scores ``z = X w`` kept along the steps, for the pair-free tree backend.
-
-    The same role as :class:`_ScoreSpace` without pair arrays: value and
-    score gradient ``dz`` from the tree's sweep over the sorted scores
-    (O(l log l), re-sorted from the last order), the gradient ``X^T dz``
-    (the one pass over ``X`` of an update), Hessian blocks from the
-    tree's ``hess_dz`` (O(l) each), and the exact step by safeguarded
-    Newton on ``phi(t) = L(z + t u)`` (:func:`newton_linesearch`), each
-    evaluation a sweep over ``z + t u`` that never touches ``X``.  The
-    tree's state follows the last evaluated point (``adopt``), so the
-    step's last trial is the next iterate's state: no re-evaluation.
-
-    *Every pair active.*  Where ``margin - (z_i - z_j) > 0`` for every pair
-    (:func:`refimpl.kernels.fenchel.all_active_value_dz` tests it in one
-    O(l) pass; on the l1 ball of eq. 4 it always holds when
-    ``r max |x_i - x_j|_inf < 1``, e.g. features in [0, 1] and r <= 1) the
-    loss is a quadratic there: value and ``dz`` come from per-level sums,
-    with no sort and no tree (whose own state is left where it was; its
-    next sweep re-sorts from its last order, which gives the same
-    permutation), and so do the line search's curvature and Hessian
-    products.  Then ``dz_i = 2 (c_i z_i + kappa_{q,m})`` with ``c_i`` the
-    documents of other levels in ``i``'s query and ``kappa`` one number per
-    query and level, so ``X^T dz = 2 (h + N^T kappa)``, ``h = X^T (c * z)``
-    and ``N`` the per-(query, level) sums of the rows of ``X``.  Along a
-    step ``u = alpha z + X_S beta`` (every variant's), ``h`` moves by
-    ``t (alpha h + G_S beta)``, ``G_j = X^T (c * x_j)`` computed once per
-    feature: the update then makes no pass over ``X`` (dense ``X``; ``h``
-    is recomputed with ``z``, every :data:`REFRESH_EVERY` updates).
-
-    ``z`` lives in the order of the tree's rows (see
-    :meth:`refimpl.losses.PairwiseSquaredHinge.tree_score_space`).  ``X``
-    is read through a Fortran-ordered copy up to
-    :data:`FORTRAN_COPY_BYTES` (contiguous columns, and ``X^T v`` as
-    ``d`` contiguous dot products).
-    """
-
-    def __init__(self, loss, impl, X):
-        import scipy.sparse as sp
-
-        self.loss = loss
-        self.impl = impl
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            self.X = X.tocsc()
-        else:
-            X = np.asarray(X, dtype=np.float64)
-            self.X = np.asfortranarray(X) if X.nbytes <= FORTRAN_COPY_BYTES else X
-        self.n_docs = X.shape[0]
-        self.scale = float(loss.scale)
-        self._to_rows = getattr(impl, "to_rows", lambda v: v)
-        self._levels = (impl.level, impl.nlev, impl.order, impl.indptr)
-        self._margin = float(impl.margin)
-        n_rows = int(np.sum(impl.nlev))
-        # two buffers each for the all-active state's dz and kappa: the
-        # line search's previous point stays readable
-        self._bufs = [(np.empty(self.n_docs), np.empty(n_rows)),
-                      (np.empty(self.n_docs), np.empty(n_rows))]
-        # (z, unscaled value, (dz, kappa) or None) of the last evaluated
-        # point; None when the tree holds that state (impl.dz is its dz)
-        self._state = None
-        self._coef = None     # c_i, N (lazy: first all-active gradient)
-        self._N = None
-        self._gcols = {}      # j -> G_j
-        self._h = None        # (z, X^T (c * z))
-
-    def columns(self, idx):
-        cols = self.X[:, idx]
-        return cols.toarray() if self.sparse else cols
-
-    def column(self, j):
-        return np.ascontiguousarray(self.columns([j])[:, 0], dtype=np.float64)
-
-    def scores(self, w):
-        """``X w`` in the tree's order (one pass over ``X``)."""
-        return np.array(self._to_rows(self.loss.scores(w)), dtype=np.float64)
-
-    def fresh(self, w):
-        """Value, gradient and scores at ``w`` from the loss itself (fresh ``X w``)."""
-        Lw = float(self.loss.fun(w))
-        gL = np.asarray(self.loss.grad(w), dtype=np.float64)
-        z = np.array(self.impl.z, dtype=np.float64)
-        self._state = (z, Lw / self.scale, None)
-        return Lw, gL, z
-
-    def _evaluate(self, z):
-        """Make ``z`` the state; return the unscaled value."""
-        level, nlev, order, indptr = self._levels
-        if self._state is not None and self._state[2] is self._bufs[0]:
-            self._bufs.reverse()
-        dz, kappa = bufs = self._bufs[0]
-        value = _k.all_active_value_dz(z, level, nlev, order, indptr,
-                                       self._margin, dz, kappa)
-        if value >= 0.0:
-            self._state = (z, float(value), bufs)
-        else:
-            value = float(self.impl.value(z))
-            self.impl.adopt(z)
-            self._state = (z, value, None)
-        return self._state[1]
-
-    def _dz(self):
-        bufs = self._state[2]
-        return self.impl.dz if bufs is None else bufs[0]
-
-    def _all_active(self):
-        return self._state is not None and self._state[2] is not None
-
-    def _hess_dz(self, u):
-        """``2 A^T A u`` with the active set of the state."""
-        if self._all_active():
-            out = np.empty(self.n_docs)
-            _k.all_active_hess_dz(u, *self._levels, out)
-            return out
-        return self.impl.hess_dz(u)
-
-    def _curvature(self, u):
-        """``u^T 2 A^T A u`` with the active set of the state."""
-        if self._all_active():
-            return _k.all_active_curvature(u, *self._levels)
-        return float(u @ self.impl.hess_dz(u))
-
-    def _level_data(self):
-        if self._coef is None:
-            level, nlev, order, indptr = self._levels
-            coef = np.empty(self.n_docs)
-            rows = np.empty(self.n_docs, dtype=np.int64)
-            n_rows = _k.level_weights(level, nlev, order, indptr, coef, rows)
-            import scipy.sparse as sp
-
-            R = sp.csr_matrix((np.ones(self.n_docs), rows,
-                               np.arange(self.n_docs + 1)),
-                              shape=(self.n_docs, n_rows))
-            self._N = np.asarray(R.T @ self.X, dtype=np.float64)
-            self._coef = coef
-        return self._coef, self._N
-
-    def _gcol(self, j):
-        g = self._gcols.get(j)
-        if g is None:
-            coef, _ = self._level_data()
-            g = np.asarray(self.X.T @ (coef * self.column(j)), dtype=np.float64)
-            self._gcols[j] = g
-        return g
-
-    def value_grad(self, z):
-        if self._state is None or self._state[0] is not z:
-            self._evaluate(z)
-        if self._all_active() and not self.sparse:
-            coef, N = self._level_data()
-            if self._h is None or self._h[0] is not z:
-                self._h = (z, np.asarray(self.X.T @ (coef * z), dtype=np.float64))
-            grad = 2.0 * (self._h[1] + N.T @ self._state[2][1])
-        else:
-            grad = np.asarray(self.X.T @ self._dz(), dtype=np.float64).ravel()
-        return self.scale * self._state[1], self.scale * grad
-
-    def hessian(self, idx):
-        """Generalised Hessian block ``H_SS`` at the state."""
-        U = np.asfortranarray(self.columns(idx), dtype=np.float64)
-        HU = np.empty_like(U, order="F")
-        for col in range(U.shape[1]):
-            HU[:, col] = self._hess_dz(U[:, col])
-        return self.scale * (U.T @ HU)
-
-    def line_search(self, z, u, dpsi0, image=None):
-        """A minimiser ``t`` on [0, 1] of ``L(z + t u)``, ``L'(0) = dpsi0``.
-
-        Returns ``(t, z_new, n_eval)`` with the state at ``z_new = z + t u``.
-        The state must be at ``z`` on entry.  ``image = (alpha, idx,
-        beta)`` says ``u = alpha z + X[:, idx] @ beta``, so that ``h``
-        follows the step where every pair is active at both ends.  While
-        ``h`` stands in for ``X^T dz``, ``psi'(0)`` is taken on the scores,
-        ``dz^T u`` (when negative), not from the caller's ``dpsi0`` (from
-        the gap): the same number up to rounding, but in the arithmetic of
-        the slopes Newton then meets, so that its first step, exact on a
-        quadratic, passes the test ``|psi'| <= rtol |psi'(0)|``.
-        """
-        scale, loss = self.scale, self.loss
-        last = {}
-
-        def dphi(t):
-            zt = z + t * u
-            value = self._evaluate(zt)
-            last.update(t=t, z=zt, value=value)
-            return check_finite(scale * float(self._dz() @ u), "FenchelRank",
-                                "the line-search slope psi'(mu)", loss)
-
-        def d2phi():
-            return check_finite(scale * self._curvature(u), "FenchelRank",
-                                "the line-search curvature psi''(mu)", loss)
-
-        h = self._h if self._all_active() else None
-        if h is not None:
-            zs = scale * float(self._dz() @ u)
-            if zs < 0:
-                dpsi0 = zs
-        t, n_eval = newton_linesearch(dphi, d2phi, dpsi0, d2phi())
-        check_finite(t, "FenchelRank", "the step mu", loss)
-        if not last or last["t"] != t:
-            if t == 0.0:
-                if last:    # back to the state at z
-                    self._evaluate(z)
-                return t, z, n_eval
-            dphi(t)    # the corrected Newton point: one more sweep
-            n_eval += 1
-        z_new = last["z"]
-        self._h = None
-        if (image is not None and h is not None and h[0] is z
-                and self._all_active() and not self.sparse):
-            alpha, idx, beta = image
-            step = alpha * h[1]
-            for i, b in zip(idx, beta):
-                step = step + b * self._gcol(int(i))
-            self._h = (z_new, h[1] + t * step)
-        return t, z_new, n_eval
 
 
 #: Longest Newton step (in units of the Newton direction) the face step's
@@ -1125,24 +835,64 @@ def _away_vertex(g, ap, am, slack, tie):
     return k, sk, val
 
 
+def _pair_method(loss, name):
+    """``loss.<name>()`` of :class:`~refimpl.losses.PairwiseLineSearchObjective`, or None.
+
+    ``None`` also when the loss has no such method: a plain
+    :class:`~refimpl.losses.SmoothObjective` takes the generic path.
+    """
+    method = getattr(loss, name, None)
+    return None if method is None else method()
+
+
+def _score_line_search(space, z, u, dpsi0, image=None, loss=None):
+    """A minimiser ``t`` on [0, 1] of ``L(z + t u)`` on a score space that follows the steps.
+
+    Safeguarded Newton (:func:`newton_linesearch`) on the space's
+    :meth:`~refimpl.losses._score_space.TreeScoreSpace.line`, each slope
+    and curvature checked.  The state must be at ``z``; returns ``(t,
+    z_new, n_eval)`` with the state at ``z_new = z + t u``.  ``image``:
+    see the space's ``line``; ``loss`` names the data in an error.
+    """
+    line = space.line(z, u, image)
+
+    def dphi(t):
+        return check_finite(line.slope(t), "FenchelRank",
+                            "the line-search slope psi'(mu)", loss)
+
+    def d2phi():
+        return check_finite(line.curvature(), "FenchelRank",
+                            "the line-search curvature psi''(mu)", loss)
+
+    dpsi0 = line.slope0(dpsi0)
+    t, n_eval = newton_linesearch(dphi, d2phi, dpsi0, d2phi())
+    check_finite(t, "FenchelRank", "the step mu", loss)
+    z_new, extra = line.end(t, dphi)
+    return t, z_new, n_eval + extra
+
+
 def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
-                   pairs, tree=None):
+                   pairs, space=None):
     """Pairwise / away-step Frank-Wolfe on the l1 ball (see :func:`fenchelrank`).
 
     Also Algorithm 1 itself (``variant="paper"``: every step the
-    Frank-Wolfe step) when ``tree`` is the loss's
-    :meth:`~refimpl.losses.PairwiseSquaredHinge.tree_score_space`: then
-    the scores are carried in the tree's order and the exact step is
-    :meth:`_TreeScoreSpace.line_search`.
+    Frank-Wolfe step) when ``space`` is a score space that follows the
+    steps (the loss's ``score_space`` capability without pairs, e.g. the
+    selection tree): then the scores are carried in the space's order and
+    the exact step is :func:`_score_line_search`.  With explicit pairs and
+    ``line_search="pairs"`` the loss's ``score_space`` carries the scores
+    and gives the sorted-breakpoint step; without a score space every step
+    goes through ``fun``, ``grad`` and ``hess_vec``.
     """
     start = time.perf_counter()
     r2 = r * r
     n = int(loss.n_features)
     if line_search == "auto":
         line_search = "pairs" if pairs is not None else "newton"
-    space = _ScoreSpace(loss, pairs) if line_search == "pairs" else None
-    if tree is not None:
-        space = _TreeScoreSpace(loss, *tree)
+    if space is None and line_search == "pairs":
+        space = capability(loss, "score_space")
+    # the space keeps its own state at the new point (no z + t u here)
+    tree = space is not None and space.follows_steps
     # weights of the vertices +e_j (ap) and -e_j (am) and of the origin
     ap = np.zeros(n)
     am = np.zeros(n)
@@ -1160,7 +910,7 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
     while True:
         if space is not None and not fresh:
             Lw, gL = space.value_grad(z)
-        elif tree is not None:
+        elif tree:
             Lw, gL, z = space.fresh(w)
         else:
             Lw = float(loss.fun(w))
@@ -1174,8 +924,8 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
         if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop with the loss itself at w (fresh X w), so that
             # the certificate is Algorithm 1's, free of the drift of z
-            if tree is None:
-                z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
+            if not tree:
+                z = space.scores(w)
             since_refresh = 0
             fresh = True
             continue
@@ -1188,7 +938,7 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
             message = _finish(converged, gap, tol, max_iter,
                               f"FenchelRank ({variant})", stacklevel=3)
             break
-        if fresh and space is not None and tree is None:
+        if fresh and space is not None and not tree:
             # the loss's evaluation at w replaces the score-space one
             Lw, gL = space.value_grad(z)
         fresh = False
@@ -1270,13 +1020,14 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
                 S = np.flatnonzero(d)
                 u = np.asarray(space.columns(S) @ d[S], dtype=np.float64)
                 image = (0.0, S, d[S])
-            if tree is not None:
-                t, z_new, n_ls = space.line_search(z, u, -slope / r2, image)
+            if tree:
+                t, z_new, n_ls = _score_line_search(space, z, u, -slope / r2,
+                                                    image, loss)
             else:
-                c = space.exact_step(z, u)
+                a, c = space.exact_step(z, u)
                 check_finite(float(c @ c), "FenchelRank",
                              "the line-search curvature ||K d||^2", loss)
-                t = float(_k.linesearch_pairs(space.a, c))
+                t = float(_k.linesearch_pairs(a, c))
                 n_ls = 1
         else:
             def dpsi(m, w=w, b=d):
@@ -1350,11 +1101,10 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
         w = ap - am
         if space is not None:
             since_refresh += 1
-            if tree is not None and since_refresh < REFRESH_EVERY:
+            if tree and since_refresh < REFRESH_EVERY:
                 z = z_new    # the tree's state is there already
             elif since_refresh >= REFRESH_EVERY or kind == "newton":
-                z = (space.scores(w) if tree is not None else
-                     np.ascontiguousarray(loss.scores(w), dtype=np.float64))
+                z = space.scores(w)
                 since_refresh = 0
             else:
                 z = z + t * u

@@ -26,6 +26,12 @@ soft-thresholded Newton step), and the step ``t`` is the first of
 The squared hinge is piecewise quadratic, so once the active pairs and the
 signs settle one step solves the problem up to the inner tolerance.
 
+*The objective.*  ``f`` is seen through ``fun``, ``grad`` and ``hess_vec``
+only (:mod:`refimpl.losses._protocol`): ``H`` comes from the objective's
+``dense_hessian`` capability when it offers one (the squared hinge builds
+eq. 11 from the Laplacian of its active pairs), else from ``n``
+Hessian-vector products, the generic path.
+
 *Stopping rule.*  ``||v(w_k)||_2 <= tol ||v(w_0)||_2`` with ``v`` the
 minimum-norm subgradient of ``F`` (zero exactly at minimisers),
 
@@ -51,11 +57,10 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..kernels.cd_l1 import active_laplacian_matmul, cd_quadratic_l1, model_violation
-from ..kernels.laplacian_tree import active_laplacian_rows
+from ..kernels.cd_l1 import cd_quadratic_l1, model_violation
+from ..losses import capability
 from ..penalties import L1, WeightedL1
 from ._checks import check_budget, initial_point
 from ._finite import check_finite, safe_norm
@@ -120,98 +125,16 @@ def min_norm_subgradient(grad, w, beta):
     return np.where(w != 0, grad + beta * np.sign(w), off)
 
 
-def _unwrap(smooth):
-    """``(c, loss)`` with ``smooth = c * loss``, loss a PairwiseSquaredHinge, or None."""
-    from ..losses import PairwiseSquaredHinge, ScaledSmooth
-
-    c = 1.0
-    while isinstance(smooth, ScaledSmooth):
-        c *= smooth.c
-        smooth = smooth.smooth
-    if isinstance(smooth, PairwiseSquaredHinge) and smooth.pair_indices() is not None:
-        return c, smooth
-    return None
-
-
-#: Rows of ``X`` per block of whole queries in :func:`_tree_hessian`: the
-#: block's ``Lap_A X`` (as large as the block) is multiplied into ``H``
-#: and dropped, so the extra memory stays O(block * d), not O(l d).
-TREE_BLOCK_ROWS = 1 << 15
-
-
-def _unwrap_tree(smooth):
-    """``(c, loss)`` with ``smooth = c * loss``, loss a PairwiseSquaredHinge on the
-    tree backend (no pair arrays) with a dense ``X`` and all pairs, or None."""
-    from ..losses import PairwiseSquaredHinge, ScaledSmooth
-
-    c = 1.0
-    while isinstance(smooth, ScaledSmooth):
-        c *= smooth.c
-        smooth = smooth.smooth
-    if (isinstance(smooth, PairwiseSquaredHinge) and smooth.pair_indices() is None
-            and smooth.which == "all" and not sp.issparse(smooth.X)):
-        return c, smooth
-    return None
-
-
-def _tree_hessian(parts, w):
-    """The generalised Hessian ``2 c s X^T Lap_A X`` without pair arrays.
-
-    ``Lap_A X`` block by block of whole queries from the sorted scores
-    (``refimpl.kernels.laplacian_tree.active_laplacian_rows``, O(l log
-    l + l k d)), each block multiplied into ``H`` by one BLAS product,
-    where :func:`refimpl.solvers.hessian_matrix` takes ``d`` Hessian-vector
-    products of the tree (3.3x the time at 73,154 x 136, side by side;
-    ``benchmarks/bench_mslr_scale.py`` times the fits).  The active
-    set is that of the explicit pairs at the same scores.
-    """
-    c, loss = parts
-    X = loss.X
-    d = X.shape[1]
-    z = np.ascontiguousarray(loss.scores(w), dtype=np.float64)
-    y = np.ascontiguousarray(loss.y, dtype=np.float64)
-    groups = loss.groups
-    runs = groups.runs
-    if runs is None:
-        bounds, rows = np.asarray(groups.indptr, dtype=np.int64), groups.order
-    else:
-        bounds, rows = runs, None
-    H = np.zeros((d, d))
-    n_q = bounds.size - 1
-    q = 0
-    while q < n_q:
-        r = q + 1
-        while r < n_q and bounds[r + 1] - bounds[q] <= TREE_BLOCK_ROWS:
-            r += 1
-        lo, hi = int(bounds[q]), int(bounds[r])
-        if rows is None:
-            Xb = np.ascontiguousarray(X[lo:hi], dtype=np.float64)
-            zb, yb = z[lo:hi], y[lo:hi]
-        else:
-            idx = rows[lo:hi]
-            Xb = np.ascontiguousarray(np.take(X, idx, axis=0), dtype=np.float64)
-            zb, yb = z[idx], y[idx]
-        out = np.zeros_like(Xb)
-        active_laplacian_rows(Xb, np.ascontiguousarray(zb), np.ascontiguousarray(yb),
-                              bounds[q:r + 1] - lo, float(loss.margin), out)
-        H += Xb.T @ out
-        q = r
-    return (2.0 * c * loss.scale) * 0.5 * (H + H.T)
-
-
 def generalized_hessian(smooth, w):
     r"""The dense generalised Hessian of ``smooth`` at ``w``.
 
-    For ``c`` times the pairwise squared hinge with explicit pairs it is
-    ``2 c s X^T Lap_A X`` (Lee & Lin 2014, eq. 11), ``Lap_A = sum_{(i,j)
-    active} (e_i - e_j)(e_i - e_j)^T`` the Laplacian of the active pairs,
-    i.e. one sparse product and one ``n x n`` Gram product per call; on
-    the tree backend (no pair arrays, dense ``X``) ``Lap_A X`` comes from
-    the sorted scores per query
-    (``refimpl.kernels.laplacian_tree.active_laplacian_rows``); any
-    other objective falls back to ``n`` Hessian-vector products
-    (:func:`refimpl.solvers.hessian_matrix`).  Leaves the objective's cache
-    at ``w``.
+    From the objective's ``dense_hessian`` capability
+    (:data:`refimpl.losses.CAPABILITIES`) when it offers one -- for ``c``
+    times the pairwise squared hinge ``2 c s X^T Lap_A X`` (Lee & Lin
+    2014, eq. 11), built from the active pairs' Laplacian
+    (:mod:`refimpl.losses._hinge_hessian`) -- else from ``n`` Hessian-vector
+    products (:func:`refimpl.solvers.hessian_matrix`).  Leaves the
+    objective's cache at ``w``.
 
     Derived in: book/05_dc_reweighting.md#dc-reweighting
 
@@ -228,49 +151,10 @@ def generalized_hessian(smooth, w):
         Symmetric, positive semi-definite.
     """
     w = np.asarray(w, dtype=np.float64)
-    parts = _unwrap(smooth)
-    tree = _unwrap_tree(smooth) if parts is None else None
-    if parts is not None:
-        H = _pair_hessian(parts, w, None)[1]
-    elif tree is not None:
-        H = _tree_hessian(tree, w)
-    else:
-        H = hessian_matrix(smooth, w)
+    dense = capability(smooth, "dense_hessian")
+    H = hessian_matrix(smooth, w) if dense is None else dense.at(w)
     smooth.fun(w)
     return H
-
-
-def _pair_hessian(parts, w, previous):
-    """``(active, H)`` of ``c`` times the explicit-pairs squared hinge at ``w``.
-
-    ``active`` is the mask of active pairs; when it equals that of
-    ``previous`` (an earlier ``(active, H)``) the Hessian is the same
-    matrix (it depends on ``w`` only through the active set) and
-    ``previous`` is returned: near the solution of this piecewise-quadratic
-    problem the active set settles and the Newton steps stop paying for it.
-    """
-    c, loss = parts
-    pi, pj = loss.pair_indices()
-    z = loss.scores(w)
-    act = loss.margin - (z[pi] - z[pj]) > 0
-    if previous is not None and np.array_equal(act, previous[0]):
-        return previous
-    X = loss.X
-    if sp.issparse(X):
-        ai, aj = pi[act], pj[act]
-        ones = np.ones(ai.size)
-        m = X.shape[0]
-        lap = sp.coo_matrix((np.concatenate([ones, ones, -ones, -ones]),
-                             (np.concatenate([ai, aj, ai, aj]),
-                              np.concatenate([ai, aj, aj, ai]))), shape=(m, m)).tocsr()
-        H = (X.T @ (lap @ X)).toarray()
-    else:
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        LX = np.zeros_like(X)
-        active_laplacian_matmul(z, pi, pj, float(loss.margin), X, LX)
-        H = X.T @ LX
-    H = (2.0 * c * loss.scale) * 0.5 * (H + H.T)
-    return act, H
 
 
 def _model_value(H, b, beta, u):
@@ -446,22 +330,14 @@ def prox_newton(smooth, penalty, w0=None, *, tol=1e-6, max_iter=1000,
             history[key].append(value)
 
     record(math.nan, math.nan, 0)
-    parts = _unwrap(smooth)
-    tree = _unwrap_tree(smooth) if parts is None else None
-    hess_state = None
+    dense = capability(smooth, "dense_hessian")
     stalls = 0
     converged = viol <= tol * ref
     message = ""
     k = 0
     while not converged and k < max_iter:
         k += 1
-        if parts is not None:
-            hess_state = _pair_hessian(parts, w, hess_state)
-            H = hess_state[1].copy()
-        elif tree is not None:
-            H = _tree_hessian(tree, w)
-        else:
-            H = hessian_matrix(smooth, w)
+        H = hessian_matrix(smooth, w) if dense is None else dense.at(w).copy()
         _check(H, "the generalised Hessian", smooth)
         diag = np.diag(H)
         nu = NU * max(float(diag.max(initial=0.0)), 1.0)

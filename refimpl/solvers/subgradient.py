@@ -95,8 +95,10 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
 
     Parameters
     ----------
-    loss : PairwiseSquaredHinge
-        Built with ``margin=1/r`` and ``normalize=True``.
+    loss : SmoothObjective
+        ``fun`` and ``grad`` are used; a loss with ``margin`` and
+        ``normalize`` (a :class:`~refimpl.losses.PairwiseSquaredHinge`)
+        must be built with ``margin=1/r`` and ``normalize=True``.
     r : float
         Radius of eq. 3; the model is ``r * result.w``.
     max_iter : int, default=1000
@@ -243,8 +245,11 @@ def truncated_gradient(loss, C, *, max_iter=1000, lr=None, gravity=1.0,
 
     Parameters
     ----------
-    loss : PairwiseSquaredHinge
-        Built with ``margin=1`` and ``normalize=True``.
+    loss : SmoothObjective
+        ``fun``, ``grad`` and ``hess_vec`` (for the default ``lr``) are
+        used; a loss with ``margin`` and ``normalize`` (a
+        :class:`~refimpl.losses.PairwiseSquaredHinge`) must be built with
+        ``margin=1`` and ``normalize=True``.
     C : float
         Loss weight of eq. 2 (> 0).
     max_iter : int, default=1000
@@ -276,10 +281,14 @@ def truncated_gradient(loss, C, *, max_iter=1000, lr=None, gravity=1.0,
     sklearn.exceptions.ConvergenceWarning
         If ``tol`` is given and not reached within ``max_iter`` updates.
     """
-    for attr in ("fun", "grad", "hess_vec", "margin", "normalize"):
+    for attr in ("fun", "grad", "hess_vec", "n_features"):
         if not hasattr(loss, attr):
-            raise ValueError(f"loss must be a PairwiseSquaredHinge (no {attr!r})")
-    if not loss.normalize or loss.margin != 1.0:
+            raise ValueError("loss must be a smooth objective (refimpl.losses."
+                             f"SmoothObjective; no {attr!r})")
+    # a loss that declares its margin and averaging must be eq. 2's; any
+    # other smooth objective is the L of F as given
+    if (hasattr(loss, "normalize") and not loss.normalize) or \
+            getattr(loss, "margin", 1.0) != 1.0:
         raise ValueError(
             "eq. 2 averages max(0, 1 - w'^T(x_i - x_j))^2 over pairs: build "
             "PairwiseSquaredHinge(..., margin=1.0, normalize=True)"
