@@ -29,9 +29,9 @@ from .._compat.sklearn_params import (
 from .._validation import validate_X
 from ..exceptions import (DataError, DivergenceError, EmptyModelWarning,
                           NonFiniteError, ParameterError)
+from ..losses._protocol import _max_abs
 from ..losses.squared_hinge import memory_terms as _hinge_memory_terms
 from ..metrics import mean_ndcg
-from ..solvers._finite import _max_abs, check_predictions
 
 
 class _Interval(Interval):
@@ -326,3 +326,34 @@ def _check_at_most(estimator, name, value, bound, what):
             f"The {name!r} parameter of {type(estimator).__name__} must be an int "
             f"in the range [1, {bound}] ({what}). Got {value!r} instead.")
     return int(value)
+
+
+def check_predictions(scores, who, X=None, coef=None):
+    """Raise :class:`NonFiniteError` if any predicted score is NaN or infinite.
+
+    ``predict`` of the estimators calls this on ``X @ coef_``: a model fitted
+    on rescaled data and applied to raw features, or features beyond the
+    range of doubles, overflow there, and a NaN score would silently sort
+    anywhere in a ranking.
+    """
+    scores = np.asarray(scores)
+    if np.all(np.isfinite(scores)):
+        return scores
+    n_bad = int(np.count_nonzero(~np.isfinite(scores)))
+    parts = []
+    if coef is not None:
+        c = np.asarray(coef, dtype=np.float64)
+        if not np.all(np.isfinite(c)):
+            parts.append("the model's weights are not finite")
+        elif c.size:
+            parts.append(f"the weights reach {float(np.max(np.abs(c))):.1e}")
+    if X is not None:
+        parts.append(f"X has entries of magnitude up to {_max_abs(X):.1e}")
+    detail = "; ".join(parts) if parts else "the product X @ coef_ overflowed"
+    raise NonFiniteError(
+        f"{who}.predict: {n_bad} of {scores.size} scores are NaN or infinite "
+        f"({detail}), and a NaN score would sort anywhere in a ranking. "
+        f"Likely cause: the scale of the features. Remedy: rescale X the way "
+        f"it was rescaled for fit (e.g. refimpl.data.query_level_normalize, or "
+        f"sklearn.preprocessing.StandardScaler / MaxAbsScaler)."
+    )

@@ -29,7 +29,8 @@ from .._validation import (
 from ..exceptions import DivergenceError
 from ..losses import LifeRankObjective, PairwiseLogistic
 from ..losses.logistic import logistic_pair_bytes
-from ..solvers._finite import NonFiniteError, check_predictions
+from ..solvers._finite import NonFiniteError
+from ._base import check_predictions
 from ..solvers.bdmm import UPDATES
 from ..solvers.liferank import CONSTRAINTS, liferank_solve
 from ..solvers.stiefel import RETRACTIONS, orthonormality_error, stiefel_retraction

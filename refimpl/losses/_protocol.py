@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import scipy.sparse as sp
 
 #: The optional capabilities of the loss protocol, by name: who uses each,
 #: what its value offers, and the generic path without it.
@@ -119,3 +120,44 @@ class PairwiseLineSearchObjective(SmoothObjective, Protocol):
 
     def label_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                     np.ndarray] | None: ...
+
+
+#: Attributes followed, depth first, to find the feature matrix of an
+#: objective (``RegularizedLoss.loss``, ``ScaledSmooth.smooth``,
+#: ``LiftedLoss.base``, ``LifeRankObjective.loss``, ...).
+_CHILDREN = ("X", "loss", "smooth", "base", "objective", "problem", "inner")
+
+
+def _find_X(obj, depth=0):
+    if obj is None or depth > 4:
+        return None
+    X = getattr(obj, "X", None)
+    if X is not None and (sp.issparse(X) or isinstance(X, np.ndarray)):
+        return X
+    for name in _CHILDREN[1:]:
+        child = getattr(obj, name, None)
+        if child is not None and child is not obj:
+            found = _find_X(child, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def feature_magnitude(obj):
+    """Largest ``|X_ij|`` of the data behind ``obj``, or None if not found.
+
+    For the text of a :class:`~refimpl.exceptions.NonFiniteError` only (a
+    huge feature scale is the usual cause of an overflow): the one place
+    where the data behind an objective is looked at on a solver's behalf,
+    kept here so that the solvers never read it.
+    """
+    X = _find_X(obj)
+    return None if X is None else _max_abs(X)
+
+
+def _max_abs(X):
+    data = X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    if data.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        return float(np.max(np.abs(data)))

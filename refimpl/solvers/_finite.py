@@ -22,52 +22,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..exceptions import NonFiniteError
+from ..losses._protocol import feature_magnitude
 
 __all__ = [
     "NonFiniteError",
     "check_finite",
-    "check_predictions",
     "nonfinite_message",
     "safe_norm",
 ]
-
-
-#: Attributes followed, depth first, to find the feature matrix of an
-#: objective (``RegularizedLoss.loss``, ``ScaledSmooth.smooth``,
-#: ``LiftedLoss.base``, ``LifeRankObjective.loss``, ...).
-_CHILDREN = ("X", "loss", "smooth", "base", "objective", "problem", "inner")
-
-
-def _find_X(obj, depth=0):
-    if obj is None or depth > 4:
-        return None
-    X = getattr(obj, "X", None)
-    if X is not None and (sp.issparse(X) or isinstance(X, np.ndarray)):
-        return X
-    for name in _CHILDREN[1:]:
-        child = getattr(obj, name, None)
-        if child is not None and child is not obj:
-            found = _find_X(child, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def feature_magnitude(obj):
-    """Largest ``|X_ij|`` of the data behind ``obj``, or None if not found."""
-    X = _find_X(obj)
-    return None if X is None else _max_abs(X)
-
-
-def _max_abs(X):
-    data = X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    if data.size == 0:
-        return 0.0
-    with np.errstate(invalid="ignore"):
-        return float(np.max(np.abs(data)))
 
 
 def nonfinite_message(solver, what, value=None, objective=None, where=""):
@@ -130,34 +94,3 @@ def safe_norm(v) -> float:
     if 1e-150 < m < 1e150:
         return float(np.linalg.norm(v))
     return m * float(np.linalg.norm(v / m))
-
-
-def check_predictions(scores, who, X=None, coef=None):
-    """Raise :class:`NonFiniteError` if any predicted score is NaN or infinite.
-
-    ``predict`` of the estimators calls this on ``X @ coef_``: a model fitted
-    on rescaled data and applied to raw features, or features beyond the
-    range of doubles, overflow there, and a NaN score would silently sort
-    anywhere in a ranking.
-    """
-    scores = np.asarray(scores)
-    if np.all(np.isfinite(scores)):
-        return scores
-    n_bad = int(np.count_nonzero(~np.isfinite(scores)))
-    parts = []
-    if coef is not None:
-        c = np.asarray(coef, dtype=np.float64)
-        if not np.all(np.isfinite(c)):
-            parts.append("the model's weights are not finite")
-        elif c.size:
-            parts.append(f"the weights reach {float(np.max(np.abs(c))):.1e}")
-    if X is not None:
-        parts.append(f"X has entries of magnitude up to {_max_abs(X):.1e}")
-    detail = "; ".join(parts) if parts else "the product X @ coef_ overflowed"
-    raise NonFiniteError(
-        f"{who}.predict: {n_bad} of {scores.size} scores are NaN or infinite "
-        f"({detail}), and a NaN score would sort anywhere in a ranking. "
-        f"Likely cause: the scale of the features. Remedy: rescale X the way "
-        f"it was rescaled for fit (e.g. refimpl.data.query_level_normalize, or "
-        f"sklearn.preprocessing.StandardScaler / MaxAbsScaler)."
-    )
