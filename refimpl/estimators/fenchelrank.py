@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import pair_counts
 from ..solvers.fenchelrank import (
+    FORTRAN_COPY_BYTES,
     LINESEARCHES,
     STEPS,
     VARIANTS,
@@ -140,23 +142,45 @@ class FenchelRank(_LinearRanker):
         self.line_search = line_search
         self.variant = variant
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
-        """Memory of a fit on data of this shape: the squared hinge's, and the exact line
-        search's breakpoints (16 bytes a pair) on explicit pairs.
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
+        """Memory of a fit on data of this shape: the squared hinge's, the
+        exact line search's per-pair buffers and, on the label blocks, the
+        copies of ``X`` Algorithm 1 reads.
 
         The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
         ``n_pairs``: preference pairs, ``max_query``: documents of the
-        longest query, ``grouped``: each query's rows adjacent).
+        longest query, ``grouped``: each query's rows adjacent, ``n_levels``:
+        distinct labels).
         """
-        breakpoints = 16 if self.line_search in ("auto", "pairs") else 0
         backend = self.backend
-        if backend == "auto":             # FenchelRank's own rule, as fit resolves it
-            # the longest query bounds every l_q: an upper bound of the sorts
+        if backend == "auto" and self.line_search != "pairs":
+            # FenchelRank's own rule, as fit resolves it; the longest query
+            # bounds every l_q, so the sorts are over-counted, which can only
+            # move the choice to explicit pairs, the larger in memory
             backend = auto_backend(n_pairs, n_docs, sort_units=n_docs * math.log2(
                 max(int(max_query), 2)))
-        return squared_hinge_memory(
+        model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=backend, extra_bytes_per_pair=breakpoints)
+            n_levels=n_levels, backend=backend)
+        if model.hinge_backend == "tree":
+            return model
+        # the exact step over explicit pairs: pair_residuals' a and kb, and
+        # linesearch_pairs' breakpoints bp and their order ev, 32 bytes a
+        # pair; on the label blocks block_iteration falls back to 3 (its
+        # "big") or to these 4 buffers per pair (kernels.fenchel)
+        terms = {"line search": 32 * n_pairs}
+        if (self.line_search in ("auto", "blocks") and self.step == "exact"
+                and self.variant == "paper"):
+            # _paper_blocks: the label-block copy of X (np.take), the
+            # copy of its non-zero columns (when a column is all 0; the
+            # shape does not tell, so always counted), its Fortran-ordered
+            # copy up to FORTRAN_COPY_BYTES; rows, start, stop, heads and
+            # the z, u, dz of the documents
+            X = n_docs * n_features * 8
+            terms["label blocks"] = (2 * X + (X if X <= FORTRAN_COPY_BYTES else 0)
+                                     + 7 * n_docs * 8)
+        return dataclasses.replace(model, terms={**model.terms, **terms})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
