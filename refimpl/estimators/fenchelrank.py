@@ -169,7 +169,7 @@ class FenchelRank(_LinearRanker):
         # linesearch_pairs' breakpoints bp and their order ev, 32 bytes a
         # pair; on the label blocks block_iteration falls back to 3 (its
         # "big") or to these 4 buffers per pair (kernels.fenchel)
-        terms = {"line search": 32 * n_pairs}
+        terms = {"line search": 0 if self.line_search == "newton" else 32 * n_pairs}
         if (self.line_search in ("auto", "blocks") and self.step == "exact"
                 and self.variant == "paper"):
             # _paper_blocks: the label-block copy of X (np.take), the
