@@ -437,9 +437,11 @@ class PairwiseSquaredHinge(CachedObjective):
 
     def _use_one_pass(self, backend, one_pass):
         """Whether the one-pass path applies (see ``one_pass``)."""
+        sparse = sp.issparse(self.X)
         return backend == "tree" and one_pass_applies(
-            one_pass, x_bytes=self.X.nbytes, grouped=self.groups.runs is not None,
-            sparse=sp.issparse(self.X), tree_method=self.tree_method)
+            one_pass, x_bytes=0 if sparse else self.X.nbytes,
+            grouped=self.groups.runs is not None, sparse=sparse,
+            tree_method=self.tree_method)
 
     def with_backend(self, backend, **kwargs):
         """The same loss on the same data with another backend.
