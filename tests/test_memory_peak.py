@@ -55,7 +55,8 @@ CHILD = textwrap.dedent("""
             return False
 
     def data(n_queries, seed):
-        d = make_synthetic_letor(n_queries=n_queries, docs_per_query=(60, 140),
+        d = make_synthetic_letor(n_queries=n_queries,
+                                 docs_per_query=(int(sys.argv[4]), int(sys.argv[5])),
                                  n_noise=30, n_levels=int(sys.argv[3]), seed=seed)
         scale = np.logspace(0, 3, d.X.shape[1])     # raw-scale columns
         return np.ascontiguousarray(d.X * scale), d.y, d.qid
@@ -94,16 +95,20 @@ CHILD = textwrap.dedent("""
     print(json.dumps(out))
 """)
 
-N_QUERIES = 120
-
-#: Relevance levels of the generated data: 5 for every method; for three
-#: methods whose squared hinge resolves ``backend="auto"`` by the cost model
-#: on the levels the fit counts (TRON's, the first-order and Newton
-#: solvers' ``hess_per_grad = 0``), also 2 and 16 levels, whose pairs per
-#: document differ; the memory model must resolve as the fit did on each.
-LEVELS = 5
-AUTO_METHODS = ("fsmrank", "ranksvm", "ranksvm-l1")
-LEVEL_CASES = (2, 16)
+#: The shapes, ``name: (queries, (shortest, longest query), levels,
+#: methods)``: every method on 120 queries of 60-140 documents and 5 levels
+#: (12,078 x 40 rows, 366,823 pairs); the methods whose squared hinge
+#: resolves ``backend="auto"`` by a cost model on the levels the fit counts
+#: (FenchelRank's, TRON's, the first-order and Newton solvers') also on 16
+#: levels (many pairs per sort: explicit pairs) and on 30 long queries of 2
+#: levels (400-600 documents: the tree), so that the memory model resolves
+#: through the fit's own rule on both branches.
+AUTO_METHODS = ("fenchelrank", "fsmrank", "ranksvm", "ranksvm-l1")
+SHAPES = {
+    "5 levels": (120, (60, 140), 5, None),
+    "16 levels": (120, (60, 140), 16, AUTO_METHODS),
+    "2 levels, long queries": (30, (400, 600), 2, AUTO_METHODS),
+}
 
 #: An upper bound, but not a vacuous one: at most this many times the
 #: larger measurement where that is above MIN_MEASURED.  HingeRankSVM's
@@ -120,12 +125,12 @@ def _methods():
     return sorted(METHODS)
 
 
-def _measure(methods, levels):
+def _measure(methods, n_queries, docs, levels):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, ",".join(methods), str(N_QUERIES),
-         str(levels)],
+        [sys.executable, "-c", CHILD, ",".join(methods), str(n_queries),
+         str(levels), str(docs[0]), str(docs[1])],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -133,20 +138,20 @@ def _measure(methods, levels):
 
 @pytest.fixture(scope="module")
 def measured():
-    return {LEVELS: _measure(_methods(), LEVELS),
-            **{k: _measure(AUTO_METHODS, k) for k in LEVEL_CASES}}
+    return {shape: _measure(methods or _methods(), n_queries, docs, levels)
+            for shape, (n_queries, docs, levels, methods) in SHAPES.items()}
 
 
-CASES = ([(name, LEVELS) for name in _methods()]
-         + [(name, k) for k in LEVEL_CASES for name in AUTO_METHODS])
+CASES = [(name, shape) for shape, (*_, methods) in SHAPES.items()
+         for name in (methods or _methods())]
 
 
-@pytest.mark.parametrize(("name", "levels"), CASES)
-def test_estimate_at_least_measured_peak(measured, name, levels):
-    row = measured[levels][name]
+@pytest.mark.parametrize(("name", "shape"), CASES)
+def test_estimate_at_least_measured_peak(measured, name, shape):
+    row = measured[shape][name]
     peak = max(row["traced"], row["rss"])
     assert peak > 0, row                      # the measurement measured something
-    where = (f"{name}, {levels} levels: estimated {row['estimate'] / 2**20:.1f} MiB "
+    where = (f"{name}, {shape}: estimated {row['estimate'] / 2**20:.1f} MiB "
              f"{ {k: round(v / 2**20, 2) for k, v in row['terms'].items()} }, "
              f"measured {row['traced'] / 2**20:.1f} MiB traced, "
              f"{row['rss'] / 2**20:.1f} MiB resident growth at {row['shape']} "
@@ -161,10 +166,10 @@ def test_the_model_resolves_auto_as_the_fit(measured):
     resolved ``"auto"`` to the same one, and the cases reach both the tree
     and explicit pairs (so that both branches of the resolver are covered)."""
     seen = set()
-    for levels, rows in measured.items():
+    for shape, rows in measured.items():
         for name, row in rows.items():
             modelled, fitted = row["backend"]
             if fitted is not None:
-                assert modelled == fitted, (name, levels, row["shape"])
+                assert modelled == fitted, (name, shape, row["shape"])
                 seen.add(fitted)
     assert {"tree", "pairs"} <= seen, seen

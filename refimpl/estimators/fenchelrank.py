@@ -163,8 +163,21 @@ class FenchelRank(_LinearRanker):
         model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
             n_levels=n_levels, backend=backend)
+        X = n_docs * n_features * 8
         if model.hinge_backend == "tree":
-            return model
+            # the exact step in score space on the tree (solvers.fenchelrank
+            # _TreeScoreSpace): X in Fortran order up to FORTRAN_COPY_BYTES;
+            # the level data N = R^T X (a row per query and level, at most
+            # X) and R with its transpose (six words a document); the
+            # product makes a C-ordered copy of the Fortran X while it runs
+            # (scipy's csr_matvecs reads it raveled), and the cached columns
+            # X^T (c x_j) grow later, one of the documents' length per
+            # feature visited: the larger of the two is at most X; the two
+            # (dz, kappa) buffers of the line search
+            space = ((X if X <= FORTRAN_COPY_BYTES else 0) + X + X
+                     + 6 * n_docs * 8 + 4 * n_docs * 8)
+            return dataclasses.replace(
+                model, terms={**model.terms, "tree score space": space})
         # the exact step over explicit pairs: pair_residuals' a and kb, and
         # linesearch_pairs' breakpoints bp and their order ev, 32 bytes a
         # pair; on the label blocks block_iteration falls back to 3 (its
@@ -177,7 +190,6 @@ class FenchelRank(_LinearRanker):
             # shape does not tell, so always counted), its Fortran-ordered
             # copy up to FORTRAN_COPY_BYTES; rows, start, stop, heads and
             # the z, u, dz of the documents
-            X = n_docs * n_features * 8
             terms["label blocks"] = (2 * X + (X if X <= FORTRAN_COPY_BYTES else 0)
                                      + 7 * n_docs * 8)
         return dataclasses.replace(model, terms={**model.terms, **terms})

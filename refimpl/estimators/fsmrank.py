@@ -53,8 +53,10 @@ _SIMILARITIES = ("pearson", "identity")
 
 
 def _pearson_bytes(n_docs, n_features):
-    """Pearson statistics: a centred copy of ``X``; the lifted 2d problem, O(d^2)."""
-    return n_docs * n_features * 8 + 16 * n_features ** 2 * 8
+    """Pearson statistics (``features._scaled_columns_stats``): ``|X|`` for the
+    column scales, then ``X / scale`` (raw columns) beside its centred copy,
+    two of ``X``'s size at once; the lifted 2d problem, O(d^2)."""
+    return 2 * n_docs * n_features * 8 + 16 * n_features ** 2 * 8
 
 
 #: :class:`FSMRank` solves eq. 2 in ``u`` with ``w = D u``, ``D_j = 1 /
