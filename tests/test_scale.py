@@ -140,7 +140,7 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
     from refimpl.losses.squared_hinge import ONE_PASS_MIN_BYTES, memory_terms
 
     mid = {"n_docs": 100_000, "n_pairs": 10_000_000, "n_features": 136,
-           "max_query": 200, "data_bytes": 3 * 100_000 * 136 * 8}
+           "max_query": 200, "data_bytes": 3 * 100_000 * 136 * 8, "n_levels": 3}
     X = 100_000 * 136 * 8
     assert X >= ONE_PASS_MIN_BYTES
     _, grouped = estimate_peak("ranksvm", {}, **mid)
@@ -169,17 +169,19 @@ def test_grouped_copy_is_counted_when_queries_are_not_adjacent():
 # -- the guard asks the estimator (issue 26) ----------------------------------
 
 
-@pytest.mark.parametrize("line_search, extra", [("newton", 0), ("blocks", 0),
-                                                ("pairs", 16), ("auto", 16)])
+@pytest.mark.parametrize("line_search, extra", [("newton", 0), ("blocks", 32),
+                                                ("pairs", 32), ("auto", 32)])
 def test_fenchelrank_line_search_sets_the_bytes_per_pair(line_search, extra):
     """Regression: the guard read ``params["linesearch"]`` (an old name), a
-    key the runner rejects, so it always saw "auto" and added the exact line
-    search's 16 bytes a pair even for ``line_search="newton"`` or
-    ``"blocks"``."""
+    key the runner rejects, so it always saw "auto".  The exact step over
+    explicit pairs keeps 32 bytes a pair at its peak (``pair_residuals``'
+    two arrays and ``linesearch_pairs``' two; the label blocks fall back to
+    them), the Newton line search none."""
     _, terms = estimate_peak("fenchelrank", {"backend": "pairs",
                                              "line_search": line_search}, **SMALL)
     n_pairs, n_docs = SMALL["n_pairs"], SMALL["n_docs"]
-    assert terms["pairs"] == n_pairs * (BYTES_PER_PAIR + extra) + n_docs * 8 * 8
+    assert terms["pairs"] == n_pairs * BYTES_PER_PAIR + n_docs * 8 * 8
+    assert terms["line search"] == n_pairs * extra
 
 
 def test_the_guard_reads_the_estimators_memory_model(monkeypatch):
@@ -238,8 +240,23 @@ def test_first_order_memory_model_resolves_auto_as_the_fit(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, y, qid)
-    model = est.estimate_memory(max_query=m, **shape)
+    model = est.estimate_memory(max_query=m, n_levels=3, **shape)
     assert model.hinge_backend == est.backend_ == "pairs"
+
+
+def test_unknown_levels_count_the_larger_backend():
+    """Without the labels' levels the model cannot resolve ``"auto"`` as the
+    fit will; it counts explicit pairs wherever ``"auto"`` may build them (the
+    larger in memory), and the tree where the pairs are over the cap."""
+    from refimpl.estimators import RankSVM
+    from refimpl.losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR
+
+    mid = {"n_docs": 100_000, "n_pairs": 10_000_000, "n_features": 136,
+           "max_query": 200}
+    assert RankSVM().estimate_memory(n_levels=3, **mid).hinge_backend == "tree"
+    assert RankSVM().estimate_memory(**mid).hinge_backend == "pairs"
+    over = {**mid, "n_pairs": AUTO_MAX_PAIR_BYTES // BYTES_PER_PAIR + 1}
+    assert RankSVM().estimate_memory(**over).hinge_backend == "tree"
 
 
 def test_fsmrank_memory_counts_the_column_scaled_copy():

@@ -99,22 +99,54 @@ class MemoryEstimate:
     hinge_backend: str | None = None
 
 
-def squared_hinge_memory(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
-                         which="all", extra_bytes_per_pair=0, terms=None,
-                         hess_per_grad=None):
+def squared_hinge_memory(*, n_docs, n_pairs, n_features, n_levels=None, grouped=True,
+                         backend="auto", which="all", extra_bytes_per_pair=0,
+                         terms=None, hess_per_grad=None):
     """:class:`MemoryEstimate` of a fit on the pairwise squared hinge.
 
     The loss's own terms (:func:`refimpl.losses.squared_hinge.memory_terms`)
-    plus the estimator's ``terms``.  ``hess_per_grad``: what the estimator
-    passes to :class:`~refimpl.losses.PairwiseSquaredHinge` (0 for a
-    first-order solver), so that ``"auto"`` resolves here as in the fit.
+    plus the estimator's ``terms``.  ``n_levels``: distinct relevance labels
+    of the training split (``None``: not known, explicit pairs counted
+    wherever ``"auto"`` may build them); ``hess_per_grad``: what the
+    estimator passes to :class:`~refimpl.losses.PairwiseSquaredHinge` (0
+    for a first-order solver).  With both, ``"auto"`` resolves here by the
+    function the fit calls
+    (:func:`refimpl.losses.squared_hinge.resolve_backend`).
     """
     hinge, own = _hinge_memory_terms(
-        n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-        backend=backend, which=which, extra_bytes_per_pair=extra_bytes_per_pair,
-        hess_per_grad=hess_per_grad)
+        n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, n_levels=n_levels,
+        grouped=grouped, backend=backend, which=which,
+        extra_bytes_per_pair=extra_bytes_per_pair, hess_per_grad=hess_per_grad)
     return MemoryEstimate(backend=hinge, terms={**own, **(terms or {})},
                           hinge_backend=hinge)
+
+
+def prox_newton_memory(*, n_docs, n_pairs, n_features, max_query, backend):
+    """Bytes proximal Newton (:func:`refimpl.solvers.prox_newton`) allocates
+    beyond its loss, on a dense ``X``, by term.
+
+    The generalised Hessian is built once per step.  With explicit pairs
+    (``_pair_hessian``): the active mask ``margin - (z[pi] - z[pj]) > 0``
+    gathers ``z[pi]`` and ``z[pj]`` and subtracts them (24 bytes a pair
+    live at once when NumPy does not reuse a temporary), and keeps the mask
+    of the previous step beside the new one (2 bytes); ``LX`` is a matrix of
+    the shape of ``X`` (``active_laplacian_matmul`` writes into it).  On
+    the tree (``_tree_hessian``): blocks of up to ``TREE_BLOCK_ROWS`` rows
+    (one query when it is longer), ``Xb`` and ``out``, the kernel's
+    ``cum`` (``2 l_q + 1`` rows, ``kernels.laplacian_tree``) and contiguous
+    scores and labels.  Either way a few ``d x d`` matrices: ``H``, its
+    copy with the damping, the one kept for the next step and ``H + H.T``.
+    """
+    from ..solvers.prox_newton import TREE_BLOCK_ROWS
+
+    d8 = n_features * 8
+    hessians = 4 * n_features * d8
+    if backend == "tree":
+        block = max(min(TREE_BLOCK_ROWS, n_docs), max_query)
+        return {"newton hessian": 2 * block * d8 + (2 * max_query + 1) * d8
+                + 2 * n_docs * 8 + hessians}
+    return {"newton hessian": max((24 + 2) * n_pairs, 2 * n_pairs + n_docs * d8)
+            + hessians}
 
 
 class _ValidatedParams:

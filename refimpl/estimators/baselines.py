@@ -26,7 +26,6 @@ from .._validation import (
     validate_X,
 )
 from ..exceptions import DataError
-from ..losses.logistic import logistic_pair_bytes
 from ._base import (
     COUNT,
     ITERATIONS,
@@ -37,7 +36,6 @@ from ._base import (
     _Interval,
     MemoryEstimate,
     _Ranker,
-    squared_hinge_memory,
 )
 from .hinge_ranksvm import HingeRankSVM
 from .liferank import LifeRank, liferank_ranges
@@ -108,7 +106,8 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
     intercept_ : float
     """
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: scikit-learn centres a copy of ``X``;
         ``lstsq`` copies it again (gelsd).
 
@@ -116,7 +115,12 @@ class LinearRegressionRanker(_Ranker, BaseEstimator):
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        return MemoryEstimate(terms={"method": 2 * n_docs * n_features * 8})
+        # two copies of X (sklearn's centred one, gelsd's), the boolean
+        # mask of scipy's asarray_chkfinite (one byte an entry), and the
+        # labels' and the residuals' vectors (centred y, gelsd's b and work)
+        return MemoryEstimate(terms={
+            "method": 2 * n_docs * n_features * 8 + n_docs * n_features
+            + 8 * n_docs * 8})
 
     def fit(self, X, y, qid=None):
         """Least-squares fit on ``(X, y)``; returns ``self``."""
@@ -198,7 +202,8 @@ class LambdaMART(_Ranker, BaseEstimator):
         self.min_child_samples = min_child_samples
         self.random_state = random_state
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: ``X`` reordered by query, LightGBM's binned
         copy and its own buffers.
 
@@ -206,7 +211,20 @@ class LambdaMART(_Ranker, BaseEstimator):
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        return MemoryEstimate(terms={"method": n_docs * n_features * (8 + 4)})
+        X = n_docs * n_features * 8
+        # fit's X[order]; LightGBM's bin finding samples up to
+        # bin_construct_sample_cnt = 200,000 rows and keeps each sampled
+        # value as a double and its row as an int32 (12 bytes an entry,
+        # freed after binning); the binned data, one byte an entry for up to
+        # 255 bins (the default max_bin), and the row-wise copy
+        # force_row_wise makes; the histogram pool, num_leaves histograms of
+        # d x 256 bins of a gradient and a hessian double; gradients,
+        # hessians (float32), scores and the label and query vectors; the
+        # 1 MiB model-string buffer lightgbm's Python side allocates
+        return MemoryEstimate(terms={"method": (
+            X + 12 * min(n_docs, 200_000) * n_features + 2 * n_docs * n_features
+            + int(self.num_leaves) * n_features * 256 * 16 + 4 * n_docs * 8
+            + 2**20)})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""
@@ -361,7 +379,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self.random_state = random_state
         self.memory = memory
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: LifeRank's logistic pairs, then the
         ranker's (RankSVM: the squared hinge).
 
@@ -369,21 +388,31 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        logistic = {"logistic pairs": logistic_pair_bytes(n_docs, n_pairs,
-                                                   self.n_components)}
-        if self.ranker == "ranksvm-hinge":
-            stage = HingeRankSVM(C=self.C).estimate_memory(
-                n_docs=n_docs, n_pairs=n_pairs, n_features=self.n_components,
-                max_query=max_query, grouped=grouped)
-            return MemoryEstimate(backend="pairs (logistic) + cutting planes",
-                                  terms={**logistic, **stage.terms})
-        if self.ranker != "ranksvm":
-            return MemoryEstimate(backend="pairs (logistic)", terms=logistic)
-        stage = squared_hinge_memory(
-            n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            terms=logistic)
-        return MemoryEstimate(backend=f"pairs (logistic) + {stage.backend}",
-                              terms=stage.terms, hinge_backend=stage.hinge_backend)
+        shape = {"n_docs": n_docs, "n_pairs": n_pairs, "max_query": max_query,
+                 "grouped": grouped, "n_levels": n_levels}
+        # the stages run one after the other: the peak is the larger of
+        # LifeRank's and the ranker's on the k columns of X T (plus X T)
+        first = LifeRank(n_components=self.n_components).estimate_memory(
+            n_features=n_features, **shape)
+        second = self._ranker().estimate_memory(n_features=self.n_components, **shape)
+        features = n_docs * self.n_components * 8
+        stage_terms = {**second.terms,
+                       "X T": second.terms.get("X T", 0) + features}
+        if sum(first.terms.values()) >= sum(stage_terms.values()):
+            terms = first.terms
+        else:
+            terms = stage_terms
+        name = {"ranksvm-hinge": "cutting planes"}.get(self.ranker, second.backend)
+        backend = ("pairs (logistic)" if name == "-"
+                   else f"pairs (logistic) + {name}")
+        return MemoryEstimate(backend=backend, terms=terms,
+                              hinge_backend=second.hinge_backend)
+
+    def _ranker(self):
+        """The second stage, unfitted (its fit and its memory model)."""
+        if self.ranker == "linreg":
+            return LinearRegressionRanker()
+        return {"ranksvm": RankSVM, "ranksvm-hinge": HingeRankSVM}[self.ranker](C=self.C)
 
     def _parameter_ranges(self):
         """LifeRank's ``lam`` (see ``LifeRank._parameter_ranges``) and the
@@ -412,11 +441,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         # labels and the query grouping are the problem's
         features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),
                                   y=problem.y, qid=problem.qid, groups=problem.groups)
-        if self.ranker == "linreg":
-            second = LinearRegressionRanker()
-        else:
-            second = {"ranksvm": RankSVM,
-                      "ranksvm-hinge": HingeRankSVM}[self.ranker](C=self.C)
+        second = self._ranker()
         _inner(second, features)
         with self._blaming(problem.X):
             second._fit(features)

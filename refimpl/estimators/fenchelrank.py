@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from ..losses import PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import pair_counts
 from ..solvers.fenchelrank import (
+    FORTRAN_COPY_BYTES,
     LINESEARCHES,
     STEPS,
     VARIANTS,
@@ -140,23 +142,57 @@ class FenchelRank(_LinearRanker):
         self.line_search = line_search
         self.variant = variant
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
-        """Memory of a fit on data of this shape: the squared hinge's, and the exact line
-        search's breakpoints (16 bytes a pair) on explicit pairs.
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
+        """Memory of a fit on data of this shape: the squared hinge's, the
+        exact line search's per-pair buffers and, on the label blocks, the
+        copies of ``X`` Algorithm 1 reads.
 
         The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
         ``n_pairs``: preference pairs, ``max_query``: documents of the
-        longest query, ``grouped``: each query's rows adjacent).
+        longest query, ``grouped``: each query's rows adjacent, ``n_levels``:
+        distinct labels).
         """
-        breakpoints = 16 if self.line_search in ("auto", "pairs") else 0
         backend = self.backend
-        if backend == "auto":             # FenchelRank's own rule, as fit resolves it
-            # the longest query bounds every l_q: an upper bound of the sorts
+        if backend == "auto" and self.line_search != "pairs":
+            # FenchelRank's own rule, as fit resolves it; the longest query
+            # bounds every l_q, so the sorts are over-counted, which can only
+            # move the choice to explicit pairs, the larger in memory
             backend = auto_backend(n_pairs, n_docs, sort_units=n_docs * math.log2(
                 max(int(max_query), 2)))
-        return squared_hinge_memory(
+        model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=backend, extra_bytes_per_pair=breakpoints)
+            n_levels=n_levels, backend=backend)
+        X = n_docs * n_features * 8
+        if model.hinge_backend == "tree":
+            # the exact step in score space on the tree (solvers.fenchelrank
+            # _TreeScoreSpace): X in Fortran order up to FORTRAN_COPY_BYTES;
+            # the level data N = R^T X (a row per query and level, at most
+            # X) and R with its transpose (six words a document); the
+            # product makes a C-ordered copy of the Fortran X while it runs
+            # (scipy's csr_matvecs reads it raveled), and the cached columns
+            # X^T (c x_j) grow later, one of the documents' length per
+            # feature visited: the larger of the two is at most X; the two
+            # (dz, kappa) buffers of the line search
+            space = ((X if X <= FORTRAN_COPY_BYTES else 0) + X + X
+                     + 6 * n_docs * 8 + 4 * n_docs * 8)
+            return dataclasses.replace(
+                model, terms={**model.terms, "tree score space": space})
+        # the exact step over explicit pairs: pair_residuals' a and kb, and
+        # linesearch_pairs' breakpoints bp and their order ev, 32 bytes a
+        # pair; on the label blocks block_iteration falls back to 3 (its
+        # "big") or to these 4 buffers per pair (kernels.fenchel)
+        terms = {"line search": 0 if self.line_search == "newton" else 32 * n_pairs}
+        if (self.line_search in ("auto", "blocks") and self.step == "exact"
+                and self.variant == "paper"):
+            # _paper_blocks: the label-block copy of X (np.take), the
+            # copy of its non-zero columns (when a column is all 0; the
+            # shape does not tell, so always counted), its Fortran-ordered
+            # copy up to FORTRAN_COPY_BYTES; rows, start, stop, heads and
+            # the z, u, dz of the documents
+            terms["label blocks"] = (2 * X + (X if X <= FORTRAN_COPY_BYTES else 0)
+                                     + 7 * n_docs * 8)
+        return dataclasses.replace(model, terms={**model.terms, **terms})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

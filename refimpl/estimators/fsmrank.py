@@ -19,6 +19,7 @@ from ..exceptions import ParameterError
 from ..features import pearson_importance, pearson_similarity
 from ..losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
 from ..losses.lifted import (
+    PAIR_CHUNK,
     PSD_MODES,
     convexify_similarity,
     lift_importance,
@@ -52,8 +53,10 @@ _SIMILARITIES = ("pearson", "identity")
 
 
 def _pearson_bytes(n_docs, n_features):
-    """Pearson statistics: a centred copy of ``X``; the lifted 2d problem, O(d^2)."""
-    return n_docs * n_features * 8 + 16 * n_features ** 2 * 8
+    """Pearson statistics (``features._scaled_columns_stats``): ``|X|`` for the
+    column scales, then ``X / scale`` (raw columns) beside its centred copy,
+    two of ``X``'s size at once; the lifted 2d problem, O(d^2)."""
+    return 2 * n_docs * n_features * 8 + 16 * n_features ** 2 * 8
 
 
 #: :class:`FSMRank` solves eq. 2 in ``u`` with ``w = D u``, ``D_j = 1 /
@@ -238,9 +241,7 @@ class FSMRank(_LinearRanker):
         D = _column_scales(problem.X)
         scaled = problem if D is None else dataclasses.replace(
             problem, X=np.ascontiguousarray(problem.X * D))
-        # first order: values and gradients only (hess_per_grad = 0)
-        loss = PairwiseSquaredHinge(scaled, normalize=True, backend=self.backend,
-                                    hess_per_grad=0)
+        loss = PairwiseSquaredHinge(scaled, normalize=True, **self._hinge_options())
         d = loss.n_features
         # Pearson's importance and similarity do not change with the scale
         # of a column: computed on the data as given
@@ -265,7 +266,13 @@ class FSMRank(_LinearRanker):
         penalty = NonNegWeightedL1(beta)
         return loss, smooth, penalty, s, A, projected, min_eig, D
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def _hinge_options(self):
+        """How the fit builds its squared hinge, and its memory model counts it."""
+        # first order: values and gradients only (hess_per_grad = 0)
+        return {"backend": self.backend, "hess_per_grad": 0}
+
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the squared hinge's, the Pearson
         statistics (a centred copy of ``X``; the lifted 2d problem is O(d^2))
         and the column-scaled copy of ``X`` (:func:`_column_scales`).
@@ -278,11 +285,18 @@ class FSMRank(_LinearRanker):
         preference pairs, ``max_query``: documents of the longest query,
         ``grouped``: each query's rows adjacent).
         """
-        return squared_hinge_memory(
+        terms = {"method": _pearson_bytes(n_docs, n_features),
+                 "column-scaled copy": n_docs * n_features * 8}
+        model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=self.backend, hess_per_grad=0,
-            terms={"method": _pearson_bytes(n_docs, n_features),
-                   "column-scaled copy": n_docs * n_features * 8})
+            n_levels=n_levels, terms=terms, **self._hinge_options())
+        if model.hinge_backend != "tree" and self.L0 is None:
+            # Theorem 1's bound on explicit pairs
+            # (losses.lifted._sum_pair_inf_norm_sq): X[i], X[j] and their
+            # difference for a chunk of PAIR_CHUNK pairs at once
+            rows = min(PAIR_CHUNK, n_pairs)
+            model.terms["lipschitz bound"] = 3 * rows * n_features * 8
+        return model
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
@@ -446,7 +460,8 @@ class FSMSVM(_TwoStage):
         self.tol = tol
         self.max_iter = max_iter
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the larger of its two stages.
 
         The stages run one after the other: FSMRank's
@@ -459,8 +474,12 @@ class FSMSVM(_TwoStage):
         """
         shape = {"n_docs": n_docs, "n_pairs": n_pairs, "n_features": n_features,
                  "grouped": grouped}
-        first = FSMRank().estimate_memory(max_query=max_query, **shape)
-        second = squared_hinge_memory(**shape)
+        first = FSMRank().estimate_memory(max_query=max_query, n_levels=n_levels,
+                                          **shape)
+        # RankSVM's TRON on the selected columns (a copy of them, at most X)
+        second = squared_hinge_memory(
+            n_levels=n_levels, terms={"selected columns": n_docs * n_features * 8},
+            **shape)
         return max(first, second, key=lambda m: sum(m.terms.values()))
 
     def fit(self, X, y, qid=None):

@@ -153,7 +153,8 @@ class GASRanker(_TwoStage):
         self.redundancy_penalty = redundancy_penalty
         self.C = C
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the RankSVM stage's squared hinge, and
         Kendall's similarity: two gathered blocks of document pairs, their
         difference, its sign, and d x d Gram matrices.
@@ -166,7 +167,7 @@ class GASRanker(_TwoStage):
         method = 4 * rows * n_features * 8 + 8 * n_features ** 2 * 8
         return squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            terms={"method": method})
+            n_levels=n_levels, terms={"method": method})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``."""

@@ -126,7 +126,7 @@ class HingeRankSVM(_LinearRanker):
         self.verbose = verbose
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
-                        grouped=True):
+                        grouped=True, n_levels=None):
         """Memory of a fit, worst case in ``max_iter``: planes, Gram matrix, QP, pass.
 
         The solver keeps at most ``M = max_iter + 2`` planes (plane 0, one a

@@ -213,15 +213,19 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
             T0 = stiefel_retraction(T0, "polar")
         return T0
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the pairwise logistic loss's explicit pairs.
 
         The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
+        # _fit divides X by its feature scale (a copy) when a column is
+        # beyond [-1, 1]; the shape does not tell, so it is always counted
         return MemoryEstimate(backend="pairs (logistic)", terms={
-            "logistic pairs": logistic_pair_bytes(n_docs, n_pairs, self.n_components)})
+            "logistic pairs": logistic_pair_bytes(n_docs, n_pairs, self.n_components),
+            "scaled copy": n_docs * n_features * 8})
 
     def fit(self, X, y, qid=None):
         """Fit ``T`` and ``w`` on ``(X, y, qid)``; returns ``self``.

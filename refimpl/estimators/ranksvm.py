@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._compat.sklearn_params import StrOptions
-from .._validation import check_fit_input, reset_fitted
+from .._validation import PAIR_SUPPORT_MIN_SHARE, check_fit_input, reset_fitted
 from ..losses import L2Regularized, PairwiseSquaredHinge
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import PAIR_SETS
@@ -135,16 +135,25 @@ class RankSVM(_LinearRanker):
         self.pairs = pairs
         self.verbose = verbose
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the squared hinge's.
 
         The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        return squared_hinge_memory(
+        model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=self.backend, which=self.pairs)
+            n_levels=n_levels, backend=self.backend, which=self.pairs)
+        # _fit's problem.pair_support(): a restricted copy of X, at most
+        # (1 - PAIR_SUPPORT_MIN_SHARE) of it (smaller ones are not made), made
+        # as X[rows] then its kept columns, two at once, before the loss
+        # allocates: c + max(c, loss) bounds both moments
+        copy = int((1.0 - PAIR_SUPPORT_MIN_SHARE) * n_docs * n_features * 8)
+        loss = sum(model.terms.values())
+        model.terms["pair-support copy"] = copy + max(0, copy - loss)
+        return model
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.

@@ -6,6 +6,8 @@ penalties by reweighted l1.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from numbers import Real
 from typing import ClassVar
@@ -37,6 +39,7 @@ from ._base import (
     _l1_null_C,
     blame_extreme_parameters,
     options,
+    prox_newton_memory,
     squared_hinge_memory,
     _warn_empty,
 )
@@ -285,27 +288,40 @@ class SparseRankSVM(_LinearRanker):
         except DataError as err:
             raise ParameterError(str(err)) from None
 
-    def _problem(self, problem):
-        """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
+    def _hinge_options(self):
+        """How the fit builds its squared hinge, and its memory model counts it."""
         # FISTA asks for values and gradients, proximal Newton for one
         # Hessian matrix per step (no Hessian-vector products): auto's cost
         # model with hess_per_grad = 0
-        loss = PairwiseSquaredHinge(problem, backend=self.backend, hess_per_grad=0)
+        return {"backend": self.backend, "hess_per_grad": 0}
+
+    def _problem(self, problem):
+        """The smooth part ``C L(w)`` and the penalty object of eq. 7 / eq. 12."""
+        loss = PairwiseSquaredHinge(problem, **self._hinge_options())
         smooth = ScaledSmooth(loss, float(self.C))
         penalty = SPARSE_PENALTIES[self.penalty](self, loss.n_features)
         return loss, smooth, penalty
 
-    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True):
+    def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query, grouped=True,
+                        n_levels=None):
         """Memory of a fit on data of this shape: the squared hinge's.
 
         The scale guard's question (:class:`~refimpl.estimators.MemoryEstimate`;
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        # the fit's loss asks for no Hessian products (hess_per_grad = 0)
-        return squared_hinge_memory(
+        model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
-            backend=self.backend, hess_per_grad=0)
+            n_levels=n_levels, **self._hinge_options())
+        if self.solver == "fista":
+            # values and gradients only: the loss's arrays and O(d) iterates
+            return model
+        # proximal Newton's Hessian (any solver but FISTA is counted as it,
+        # the larger of the two)
+        newton = prox_newton_memory(n_docs=n_docs, n_pairs=n_pairs,
+                                    n_features=n_features, max_query=max_query,
+                                    backend=model.hinge_backend)
+        return dataclasses.replace(model, terms={**model.terms, **newton})
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
@@ -391,7 +407,7 @@ class SparseRankSVM(_LinearRanker):
                     stacklevel=stacklevel)
 
     def _fit_reweighted(self, problem, concave):
-        loss = PairwiseSquaredHinge(problem, backend=self.backend, hess_per_grad=0)
+        loss = PairwiseSquaredHinge(problem, **self._hinge_options())
         smooth = ScaledSmooth(loss, float(self.C))
         if self.line_search == "fixed" and self.solver == "fista":
             # the reweighting passes share f, so one constant serves them all

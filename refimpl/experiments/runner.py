@@ -115,6 +115,7 @@ from ..exceptions import DataError
 from .config import KS, PER_QUERY_KS, ExperimentConfig, validate_config
 from .folds import load_checked, problems_version
 from .interrupts import end_loky_workers, sigterm_unwinds
+from ..losses.squared_hinge import count_levels
 from .scale import ScaleError, check_scale
 from .tables import history, prepare_output, select_best, summarize, write_tables
 from .task_cache import (Task, cache_key, cache_load, cache_path, cache_store,
@@ -215,7 +216,7 @@ def _run_task(task):
             method.name, {**dict(method.fixed), **dict(task.params)},
             n_docs=train.n_samples, n_pairs=row["n_train_pairs"],
             n_features=train.n_features, max_query=int(train.groups.sizes.max()),
-            data_bytes=fold.nbytes,
+            data_bytes=fold.nbytes, n_levels=count_levels(train.y),
             # a sparse X takes the two-pass path: no copy
             grouped=hasattr(train.X, "indptr") or train.groups.runs is not None)
         row.update(backend=guard.backend, est_peak_mb=guard.peak_bytes / 2**20)

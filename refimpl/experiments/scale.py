@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..estimators import MemoryEstimate
 from ..exceptions import DataError
-from ..losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR
+from ..losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR, count_levels
 from .registry import get_method
 
 __all__ = [
@@ -119,7 +119,7 @@ def available_memory():
 
 
 def memory_model(name, params, *, n_docs, n_pairs, n_features, max_query,
-                 grouped=True):
+                 grouped=True, n_levels=None):
     """The memory model of method ``name`` with settings ``params``.
 
     The registered method's estimator, built with ``params`` (its fixed
@@ -137,11 +137,11 @@ def memory_model(name, params, *, n_docs, n_pairs, n_features, max_query,
     if ask is None:
         return MemoryEstimate(terms={"method": 2 * n_docs * n_features * 8})
     return ask(n_docs=n_docs, n_pairs=n_pairs, n_features=n_features,
-               max_query=max_query, grouped=grouped)
+               max_query=max_query, grouped=grouped, n_levels=n_levels)
 
 
 def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
-                  data_bytes, grouped=True):
+                  data_bytes, grouped=True, n_levels=None):
     """Estimated peak memory of one task, by term, and its loss backend.
 
     Parameters
@@ -162,6 +162,10 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
         not, the one-pass tree backend works on a query-grouped copy of the
         training matrix, counted here when it makes one (dense ``X`` from
         ``ONE_PASS_MIN_BYTES`` to ``ONE_PASS_COPY_MAX_BYTES``).
+    n_levels : int, optional
+        Distinct relevance labels of the training split: ``backend="auto"``
+        resolves on them as in the fit.  ``None``: explicit pairs are
+        counted wherever ``"auto"`` may build them (an upper bound).
 
     Returns
     -------
@@ -171,7 +175,7 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
     """
     model = memory_model(name, params, n_docs=n_docs, n_pairs=n_pairs,
                          n_features=n_features, max_query=max_query,
-                         grouped=grouped)
+                         grouped=grouped, n_levels=n_levels)
     terms = {"base": BASE_BYTES, "data": int(data_bytes),
              # the runner's ``X != 0`` mask, and the scores of a split
              "runner": n_docs * n_features + 3 * n_docs * 8,
@@ -180,14 +184,14 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
 
 
 def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
-                data_bytes, available=None, grouped=True):
+                data_bytes, available=None, grouped=True, n_levels=None):
     """Refuse a task that cannot run at this size, before it allocates.
 
     Derived in: book/10_running_experiments.md#run-scale-guard
 
     Parameters
     ----------
-    name, params, n_docs, n_pairs, n_features, max_query, data_bytes, grouped :
+    name, params, n_docs, n_pairs, n_features, max_query, data_bytes, grouped, n_levels :
         As :func:`estimate_peak`.
     available : int, optional
         Bytes available (default: :func:`available_memory`).
@@ -206,10 +210,11 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
     """
     model = memory_model(name, params, n_docs=n_docs, n_pairs=n_pairs,
                          n_features=n_features, max_query=max_query,
-                         grouped=grouped)
+                         grouped=grouped, n_levels=n_levels)
     backend, terms = estimate_peak(
         name, params, n_docs=n_docs, n_pairs=n_pairs, n_features=n_features,
-        max_query=max_query, data_bytes=data_bytes, grouped=grouped)
+        max_query=max_query, data_bytes=data_bytes, grouped=grouped,
+        n_levels=n_levels)
     if available is None:
         available = available_memory()
     est = ScaleEstimate(method=name, backend=backend,
@@ -263,6 +268,6 @@ def check_task(name, params, fold, n_pairs, available=None):
         name, params, n_docs=len(y), n_pairs=int(n_pairs),
         n_features=int(X.shape[1]), max_query=int(groups.sizes.max()),
         data_bytes=sum(_nbytes(s[0]) for s in (fold.train, fold.vali, fold.test)),
-        available=available,
+        available=available, n_levels=count_levels(y),
         # a sparse X takes the two-pass path: no copy
         grouped=hasattr(X, "indptr") or groups.runs is not None)

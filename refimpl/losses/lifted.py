@@ -302,6 +302,12 @@ class LiftedLoss(CachedObjective):
         return self.base.scores(self.collapse(w))
 
 
+#: Pairs per chunk of :func:`_sum_pair_inf_norm_sq` (explicit pairs): it
+#: gathers ``X[i]`` and ``X[j]`` of a chunk and their difference, three
+#: ``PAIR_CHUNK x d`` matrices at once (FSMRank's memory model counts them).
+PAIR_CHUNK = 1 << 16
+
+
 def _sum_pair_inf_norm_sq(loss):
     r"""``sum_P ||x_i - x_j||_inf^2`` for a pairwise loss (or an upper bound).
 
@@ -313,7 +319,7 @@ def _sum_pair_inf_norm_sq(loss):
     pairs = getattr(loss, "pairs", None)
     if pairs is not None:
         total = 0.0
-        chunk = 1 << 16
+        chunk = PAIR_CHUNK
         for a in range(0, len(pairs.i), chunk):
             D = X[pairs.i[a:a + chunk]] - X[pairs.j[a:a + chunk]]
             if sp.issparse(D):

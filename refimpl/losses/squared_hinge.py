@@ -195,6 +195,46 @@ def count_levels(y) -> int:
     return int(len(np.unique(y)))
 
 
+def one_pass_applies(one_pass, *, x_bytes, grouped, sparse=False,
+                     tree_method="selection_tree"):
+    """Whether the tree backend takes the one-pass path (see ``one_pass``).
+
+    The one rule of :class:`PairwiseSquaredHinge` (its constructor, and
+    ``"auto"``'s cost model through it) and of :func:`memory_terms`:
+    ``x_bytes`` of a dense ``X``, ``grouped`` when each query's rows are
+    adjacent.
+    """
+    if one_pass is False or tree_method != "selection_tree" or sparse:
+        return False
+    if one_pass is True:
+        return True
+    if x_bytes < ONE_PASS_MIN_BYTES:
+        return False
+    return bool(grouped) or x_bytes <= ONE_PASS_COPY_MAX_BYTES
+
+
+def resolve_backend(backend, *, n_pairs, n_docs, n_features, n_levels,
+                    which="all", tree_one_pass=False, hess_per_grad=None):
+    """The backend a :class:`PairwiseSquaredHinge` of this shape uses.
+
+    The one resolver of ``backend="auto"`` (:func:`choose_backend` on the
+    shape, its levels counted by :func:`count_levels` on the labels) for the
+    loss's constructor and for the memory model of every estimator on it
+    (:func:`memory_terms`), so that the scale guard counts the arrays the
+    fit builds.  ``n_levels=None`` (a shape whose labels are not known):
+    explicit pairs wherever ``"auto"`` may pick them (below
+    ``AUTO_MAX_PAIR_BYTES``), the larger of the two in memory.
+    """
+    if backend != "auto":
+        return backend
+    if n_levels is None:
+        return ("tree" if which == "all" and n_pairs * BYTES_PER_PAIR > AUTO_MAX_PAIR_BYTES
+                else "pairs")
+    return choose_backend(n_pairs, n_docs, which, n_features=n_features,
+                          n_levels=n_levels if which == "all" else 2,
+                          one_pass=tree_one_pass, hess_per_grad=hess_per_grad)
+
+
 #: Per document, the O(l) arrays of the tree backend (order, levels, the sort,
 #: l+-, gradients, scratch: about 16 int64/float64; the sweep record of the
 #: state and of a trial point, 8 more) plus the score vectors of the solvers
@@ -202,9 +242,17 @@ def count_levels(y) -> int:
 TREE_BYTES_PER_DOC = 32 * 8
 
 
-def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
-                 which="all", one_pass="auto", extra_bytes_per_pair=0,
-                 hess_per_grad=None):
+def pair_index_bytes(n_docs):
+    """Bytes a pair of :class:`_PairsBackend` keeps: ``pi``, ``pj`` (int64,
+    :func:`refimpl.pairs.preference_pairs`) and the active set ``act_i``,
+    ``act_j`` that ``kernels.squared_hinge.value_dz`` compacts (int32 when
+    the document indices fit, as :class:`_PairsBackend` allocates them)."""
+    return 16 + (8 if n_docs <= np.iinfo(np.int32).max else 16)
+
+
+def memory_terms(*, n_docs, n_pairs, n_features, n_levels=None, grouped=True,
+                 backend="auto", which="all", one_pass="auto",
+                 extra_bytes_per_pair=0, hess_per_grad=None):
     """The loss's memory beyond the data, by term, and its resolved backend.
 
     The memory model of :class:`PairwiseSquaredHinge` that the scale guard
@@ -213,11 +261,12 @@ def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
     (:data:`TREE_BYTES_PER_DOC` each) and, for a dense ``X`` whose queries
     are not adjacent rows (``grouped=False``) of ``ONE_PASS_MIN_BYTES`` to
     ``ONE_PASS_COPY_MAX_BYTES``, a query-grouped copy of ``X``; explicit
-    pairs cost :data:`BYTES_PER_PAIR` each (40 more with ``"numpy"``, plus
-    ``extra_bytes_per_pair`` a solver keeps per pair) and eight vectors of
-    the documents.  ``backend="auto"`` resolves as the loss's constructor
-    does (:func:`choose_backend`, with the solver's ``hess_per_grad``), on
-    the default number of levels, which the shape does not give.
+    pairs cost :func:`pair_index_bytes` each (40 more with ``"numpy"``: its
+    residual, mask and gathered scores; plus ``extra_bytes_per_pair`` a
+    solver keeps per pair) and eight vectors of the documents.
+    ``backend="auto"`` resolves as the loss's constructor does
+    (:func:`resolve_backend`, with the labels' ``n_levels`` and the
+    solver's ``hess_per_grad``).
 
     Returns
     -------
@@ -227,20 +276,18 @@ def memory_terms(*, n_docs, n_pairs, n_features, grouped=True, backend="auto",
         Bytes: ``"tree"`` (and ``"grouped copy"``) or ``"pairs"``.
     """
     X = n_docs * n_features * 8
-    if backend == "auto":
-        tree_one_pass = (one_pass if isinstance(one_pass, bool) else
-                         X >= ONE_PASS_MIN_BYTES
-                         and (grouped or X <= ONE_PASS_COPY_MAX_BYTES))
-        backend = choose_backend(n_pairs, n_docs, which, n_features=n_features,
-                                 one_pass=tree_one_pass,
-                                 hess_per_grad=hess_per_grad)
+    backend = resolve_backend(
+        backend, n_pairs=n_pairs, n_docs=n_docs, n_features=n_features,
+        n_levels=n_levels, which=which, hess_per_grad=hess_per_grad,
+        tree_one_pass=one_pass_applies(one_pass, x_bytes=X, grouped=grouped))
     if backend == "tree":
         terms = {"tree": n_docs * TREE_BYTES_PER_DOC}
         if (not grouped and one_pass == "auto"
                 and ONE_PASS_MIN_BYTES <= X <= ONE_PASS_COPY_MAX_BYTES):
             terms["grouped copy"] = X
         return backend, terms
-    per_pair = BYTES_PER_PAIR + (40 if backend == "numpy" else 0) + extra_bytes_per_pair
+    per_pair = (pair_index_bytes(n_docs) + (40 if backend == "numpy" else 0)
+                + extra_bytes_per_pair)
     return backend, {"pairs": n_pairs * per_pair + n_docs * 8 * 8}
 
 
@@ -362,10 +409,10 @@ class PairwiseSquaredHinge(CachedObjective):
         if backend == "auto":
             d = (self.X.nnz / max(n, 1) if sp.issparse(self.X)
                  else self.X.shape[1])
-            backend = choose_backend(
-                self.n_pairs, n, which, n_features=d,
-                n_levels=count_levels(self.y) if which == "all" else 2,
-                one_pass=self._use_one_pass("tree", one_pass),
+            backend = resolve_backend(
+                backend, n_pairs=self.n_pairs, n_docs=n, n_features=d,
+                n_levels=count_levels(self.y), which=which,
+                tree_one_pass=self._use_one_pass("tree", one_pass),
                 hess_per_grad=hess_per_grad)
         self.backend = backend
         self.hess_per_grad = hess_per_grad
@@ -393,16 +440,11 @@ class PairwiseSquaredHinge(CachedObjective):
 
     def _use_one_pass(self, backend, one_pass):
         """Whether the one-pass path applies (see ``one_pass``)."""
-        if (one_pass is False or backend != "tree"
-                or self.tree_method != "selection_tree" or sp.issparse(self.X)):
-            return False
-        if one_pass is True:
-            return True
-        if self.X.nbytes < ONE_PASS_MIN_BYTES:
-            return False
-        if self.groups.runs is not None:
-            return True
-        return self.X.nbytes <= ONE_PASS_COPY_MAX_BYTES
+        sparse = sp.issparse(self.X)
+        return backend == "tree" and one_pass_applies(
+            one_pass, x_bytes=0 if sparse else self.X.nbytes,
+            grouped=self.groups.runs is not None, sparse=sparse,
+            tree_method=self.tree_method)
 
     def with_backend(self, backend, **kwargs):
         """The same loss on the same data with another backend.
