@@ -23,3 +23,26 @@ def test_composites_take_their_stages_declarations(composite, stage, names):
     for name in names:
         assert composite._parameter_constraints[name] is stage._parameter_constraints[name]
         assert _defaults(composite)[name] == _defaults(stage)[name]
+
+
+from refimpl.experiments.registry import METHODS  # noqa: E402
+
+#: Pins equal to the estimator's default, each with its reason in the
+#: registry: a paper's stated setting, or the parameter that names the method.
+SAME_AS_DEFAULT = {
+    ("fenchelrank", "tol"), ("fenchelrank", "max_iter"),   # Lai et al. 2013a, 8.3
+    ("ranksvm-mcp", "gamma"), ("ranksvm-lp", "p"),         # Laporte et al., V-C
+    ("ranksvm-l1", "penalty"), ("liferank-ranksvm", "ranker"),
+}
+
+
+def test_fixed_settings_differ_from_the_defaults():
+    """The registry fixes only what differs from the estimator's default."""
+    same = set()
+    for method in METHODS.values():
+        defaults = _defaults(method.factory)
+        for name, value in method.fixed.items():
+            default = defaults[name]
+            if type(default) is type(value) and default == value:
+                same.add((method.name, name))
+    assert same == SAME_AS_DEFAULT

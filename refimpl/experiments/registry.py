@@ -461,7 +461,6 @@ register(Method(
     grid_source="SVMrank (Joachims 2006, svm_rank): L1 hinge, C / n_queries; "
                 "Pandey et al. (2018) give neither C nor the selection rule: "
                 "ours C in 1e-3..1e2, selected by validation MAP",
-    fixed={"tol": 1e-6, "max_iter": 1000},
     description="L1-hinge linear RankSVM (SVMrank's problem), 1-slack "
                 "cutting planes",
 ))
@@ -480,6 +479,8 @@ register(Method(
     # 1 itself runs on the label blocks (line_search="auto" -> "blocks"),
     # with the iterates of the explicit-pairs loop; `--grid
     # fenchelrank:line_search=pairs` runs that loop.
+    # the paper's T and epsilon (Section 8.3), pinned although they are
+    # FenchelRank's defaults: its tables stop there
     fixed={"tol": 1e-3, "max_iter": 1000},
     description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
 ))
@@ -492,6 +493,7 @@ register(Method(
                 "by cross-validation' (grid not given; ours: 3 x 3 decades), "
                 "T = 400; metric not given, NDCG@10 as in FenchelRank (which "
                 "Laporte et al. confirm for both)",
+    # the paper's T = 400 and stop s = 1e-4 (Section III-C, IV-C)
     fixed={"tol": 1e-4, "max_iter": 400},
     description="similarity + importance-weighted l1 (FSMRank), FISTA",
 ))
@@ -502,7 +504,6 @@ register(Method(
     selection_metric="MAP", linear=True, paper="lai2013fsmrank",
     grid_source="Lai et al. (2013b), Section IV-D1 and Remark 1: t chosen "
                 "by validation MAP (values of t: ours, 5..40 by 5)",
-    fixed={"redundancy_penalty": 0.01, "C": 1.0},
     description="GAS feature selection, then RankSVM (GAS-E)",
 ))
 register(Method(
@@ -513,7 +514,7 @@ register(Method(
     grid_source="Lai et al. (2013b), Section IV-D1: top-t FSMRank features, "
                 "then RankSVM; t by validation MAP; FSMRank stage fixed at "
                 "lambda1 = 0.1, lambda2 = 1e-3",
-    fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
+    fixed={"lambda1": 0.1},
     description="top-t FSMRank features, then RankSVM (FSMSVM)",
 ))
 # The sparse RankSVMs run proximal Newton (solver="newton"), whose stop
@@ -533,10 +534,13 @@ register(Method(
     selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
     grid_source="Laporte et al. (2014), Section V-C: C on a grid (not "
                 "given; ours 1e-4..10), selected by validation MAP",
-    fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000, "solver": "newton"},
+    # the penalty names the method, pinned although it is the default
+    fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000},
     description="l1-regularised L2-loss RankSVM, proximal Newton (RankSVM-l1; "
                 "FISTA's stopping test certified)",
 ))
+# gamma = 2 and p = 0.5 are the paper's values (Section V-C), pinned
+# although they are SparseRankSVM's defaults
 for _pen, _kw, _what in (
         ("log", {"eps": 0.1}, "log penalty, epsilon = 0.1"),
         ("mcp", {"gamma": 2.0}, "MCP, gamma = 2"),
@@ -548,10 +552,10 @@ for _pen, _kw, _what in (
         grid_source=f"Laporte et al. (2014), Section V-C: {_what} (the paper's "
                     "values), C on a grid (ours 1e-4..10), selected by "
                     "validation MAP; reweighted l1 (Algorithm 2)",
-        fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000,
-               "max_outer": 30, "solver": "newton"},
+        fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000},
         description=f"RankSVM with the non-convex {_what} (reweighted l1)",
     ))
+# the ranker names the method, pinned although "ranksvm" is the default
 for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression")):
     register(Method(
         name=f"liferank-{_second}", factory=LifeRankPipeline,
@@ -562,8 +566,7 @@ for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression"))
                     f"20}} generated features, then {_label}; the paper "
                     "reports every k (no selection): we select k by "
                     "validation MAP and also compare at k = 10",
-        fixed={"ranker": _second, "C": 1.0, "lam": 1e-3, "lr": 0.1,
-               "max_iter": 1000, "random_state": 0},
+        fixed={"ranker": _second},
         description=f"LifeRank feature extraction, then {_label}",
     ))
 register(Method(
@@ -575,8 +578,7 @@ register(Method(
                 "15, 20} generated features, then SVMrank (the L1-hinge "
                 "RankSVM, C per query); the paper gives no C: C as "
                 "ranksvm-hinge's grid, k and C selected by validation MAP",
-    fixed={"ranker": "ranksvm-hinge", "lam": 1e-3, "lr": 0.1,
-           "max_iter": 1000, "random_state": 0},
+    fixed={"ranker": "ranksvm-hinge"},
     description="LifeRank feature extraction, then SVMrank's L1-hinge "
                 "RankSVM (the paper's ranker)",
 ))
@@ -596,7 +598,6 @@ register(Method(
     selection_metric="NDCG@10", linear=False, paper="burges2010ranknet",
     grid_source="beyond the papers: LightGBM LGBMRanker (lambdarank); small "
                 "grid of ours, selected by validation NDCG@10",
-    fixed={"min_child_samples": 20, "random_state": 0},
     support=_lambdamart_support,
     description="LightGBM LambdaMART (non-linear reference)",
 ))
