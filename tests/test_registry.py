@@ -46,3 +46,14 @@ def test_fixed_settings_differ_from_the_defaults():
             if type(default) is type(value) and default == value:
                 same.add((method.name, name))
     assert same == SAME_AS_DEFAULT
+
+
+def test_every_method_declares_its_family_and_colour():
+    """Chapter 8's panels and colours come from the registry: a family's
+    methods are told apart by colour (and the marker that goes with it)."""
+    families = {}
+    for method in METHODS.values():
+        assert method.family != "other" and method.color != "0.5", method.name
+        families.setdefault(method.family, []).append(method.color)
+    for family, colors in families.items():
+        assert len(set(colors)) == len(colors), family
