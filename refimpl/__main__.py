@@ -179,7 +179,7 @@ def _print_methods(verbose):
         if verbose:
             print(f"{'':{w}s} grid: {dict(method.grid)}")
             print(f"{'':{w}s} fixed: {dict(method.fixed)}")
-            print(textwrap.fill("parameters: " + ", ".join(method.ranges),
+            print(textwrap.fill("parameters: " + ", ".join(method.constraints),
                                 initial_indent=" " * (w + 1),
                                 subsequent_indent=" " * (w + 13), width=88))
             print(textwrap.fill(method.grid_source, initial_indent=" " * (w + 1),

@@ -62,11 +62,11 @@ def test_the_runner_sees_it(page):
 
 
 def test_its_ranges_come_from_the_estimator(page):
-    ranges = METHODS[NAME].ranges
-    assert set(ranges) == {"alpha"}
-    assert ranges["alpha"].contains(0.5) and not ranges["alpha"].contains(-1.0)
-    with pytest.raises(Exception, match="'alpha': -1.0 is not accepted; accepted: a "
-                                        "finite real number > 0"):
+    method = METHODS[NAME]
+    assert set(method.constraints) == {"alpha"}
+    assert method.refused("alpha", 0.5) is None and method.refused("alpha", -1.0)
+    with pytest.raises(Exception, match=r"'alpha': -1.0 is not accepted; accepted: a "
+                                        r"float in the range \(0(\.0)?, inf\)"):
         validate_config(ExperimentConfig(dataset="synthetic:20", methods=(NAME,),
                                          grids={NAME: {"alpha": [-1.0]}}))
 
@@ -85,7 +85,7 @@ def test_the_command_line_sees_it(page, capsys, tmp_path):
     argv = ["run", "--dataset", "synthetic:20", "--methods", NAME, "--folds", "1",
             "--grid", f"{NAME}:alpha=-1", "--out", str(tmp_path), "--quiet"]
     assert main(argv) == 2
-    assert "a finite real number > 0" in capsys.readouterr().err
+    assert "a float in the range (0.0, inf)" in capsys.readouterr().err
     argv = ["run", "--dataset", "synthetic:20", "--methods", NAME, "--folds", "1",
             "--grid", f"{NAME}:gamma=1", "--out", str(tmp_path), "--quiet"]
     assert main(argv) == 2

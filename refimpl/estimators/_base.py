@@ -8,6 +8,7 @@ and the threshold of the regularisation at which every weight vanishes.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from contextlib import contextmanager
@@ -67,6 +68,18 @@ def options(values):
     if any(v is False for v in values):
         out.append(Options(bool, {False}))
     return out
+
+
+def stage_params(stage, names):
+    """``(constraints, defaults)`` of the parameters ``names`` of the estimator class ``stage``.
+
+    A composite estimator (FSMSVM, LifeRankPipeline) declares the
+    parameters it passes on to a stage from the stage's own declaration,
+    so that a change of a stage's range or default is the composite's too.
+    """
+    signature = inspect.signature(stage.__init__).parameters
+    return ({n: stage._parameter_constraints[n] for n in names},
+            {n: signature[n].default for n in names})
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,12 @@ from .._validation import (
 )
 from ..exceptions import DataError
 from ._base import (
-    COUNT,
-    ITERATIONS,
-    NONNEGATIVE,
     POSITIVE,
-    SEED,
     WEIGHT_RANGE,
     _Interval,
     MemoryEstimate,
     _Ranker,
+    stage_params,
 )
 from .hinge_ranksvm import HingeRankSVM
 from .liferank import LifeRank, liferank_ranges
@@ -291,6 +288,13 @@ def _fit_first_stage(X, y, qid, params, problem):
     return life, [(w.category, str(w.message)) for w in caught]
 
 
+#: LifeRankPipeline's parameters of its LifeRank stage and of its RankSVMs,
+#: as those stages declare them.
+_LIFE_STAGE, _LIFE_DEFAULT = stage_params(
+    LifeRank, ("n_components", "lam", "lr", "max_iter", "random_state"))
+_SVM_STAGE, _SVM_DEFAULT = stage_params(RankSVM, ("C",))
+
+
 class LifeRankPipeline(_Ranker, BaseEstimator):
     """LifeRank's extracted features, then a linear ranker on them.
 
@@ -323,16 +327,17 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
 
     Parameters
     ----------
-    n_components : int, default 10
+    n_components : int, default LifeRank's
         ``k``, the number of generated features.
     ranker : {"ranksvm", "ranksvm-hinge", "linreg"}, default "ranksvm"
         The second stage: :class:`RankSVM`, :class:`HingeRankSVM` (SVMrank,
         the paper's) or :class:`LinearRegressionRanker`.
-    C : float, default 1.0
+    C : float, default RankSVM's
         The RankSVMs' loss weight (each in its own convention: per pair for
         ``"ranksvm"``, per query as SVMrank for ``"ranksvm-hinge"``).
     lam, lr, max_iter, random_state :
-        Passed to :class:`refimpl.estimators.LifeRank`.
+        Passed to :class:`refimpl.estimators.LifeRank` (its ranges and
+        defaults: the stages declare the parameters they receive).
     memory : None, str or object with joblib.Memory's interface, default None
         Caches the fitted first stage, as scikit-learn's ``Pipeline``
         caches its transformers: with a directory (or a
@@ -353,23 +358,21 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_components": [COUNT],
+        **_LIFE_STAGE,
         "ranker": [StrOptions({"ranksvm", "ranksvm-hinge", "linreg"})],
-        "C": [POSITIVE],
-        "lam": [NONNEGATIVE],
-        "lr": [POSITIVE],
-        "max_iter": [ITERATIONS],
-        "random_state": SEED,
+        **_SVM_STAGE,
         "memory": [None, str, HasMethods(["cache"])],
     }
 
     #: The parameters that determine the first stage (its LifeRank): fits
     #: that agree on them share it (``memory``, and the experiment runner's
     #: task order, which fits one task per first stage before the others).
-    FIRST_STAGE_PARAMS = ("n_components", "lam", "lr", "max_iter", "random_state")
+    FIRST_STAGE_PARAMS = tuple(_LIFE_STAGE)
 
-    def __init__(self, n_components=10, ranker="ranksvm", C=1.0, lam=1e-3,
-                 lr=0.1, max_iter=1000, random_state=0, memory=None):
+    def __init__(self, n_components=_LIFE_DEFAULT["n_components"], ranker="ranksvm",
+                 C=_SVM_DEFAULT["C"], lam=_LIFE_DEFAULT["lam"], lr=_LIFE_DEFAULT["lr"],
+                 max_iter=_LIFE_DEFAULT["max_iter"],
+                 random_state=_LIFE_DEFAULT["random_state"], memory=None):
         self.n_components = n_components
         self.ranker = ranker
         self.C = C

@@ -11,10 +11,10 @@ import numpy as np
 from .._validation import check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses import PairwiseSquaredHinge
+from ..losses._score_space import FORTRAN_COPY_BYTES
 from ..losses.squared_hinge import BACKENDS
 from ..pairs import pair_counts
 from ..solvers.fenchelrank import (
-    FORTRAN_COPY_BYTES,
     LINESEARCHES,
     STEPS,
     VARIANTS,
@@ -165,8 +165,8 @@ class FenchelRank(_LinearRanker):
             n_levels=n_levels, backend=backend)
         X = n_docs * n_features * 8
         if model.hinge_backend == "tree":
-            # the exact step in score space on the tree (solvers.fenchelrank
-            # _TreeScoreSpace): X in Fortran order up to FORTRAN_COPY_BYTES;
+            # the exact step in score space on the tree (losses._score_space
+            # TreeScoreSpace): X in Fortran order up to FORTRAN_COPY_BYTES;
             # the level data N = R^T X (a row per query and level, at most
             # X) and R with its transpose (six words a document); the
             # product makes a C-ordered copy of the Fortran X while it runs
@@ -185,8 +185,8 @@ class FenchelRank(_LinearRanker):
         terms = {"line search": 0 if self.line_search == "newton" else 32 * n_pairs}
         if (self.line_search in ("auto", "blocks") and self.step == "exact"
                 and self.variant == "paper"):
-            # _paper_blocks: the label-block copy of X (np.take), the
-            # copy of its non-zero columns (when a column is all 0; the
+            # PairBlocks (losses._score_space): the label-block copy of X
+            # (np.take), the copy of its non-zero columns (when a column is all 0; the
             # shape does not tell, so always counted), its Fortran-ordered
             # copy up to FORTRAN_COPY_BYTES; rows, start, stop, heads and
             # the z, u, dz of the documents

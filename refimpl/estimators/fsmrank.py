@@ -38,9 +38,10 @@ from ._base import (
     _grad_at_zero,
     options,
     squared_hinge_memory,
+    stage_params,
     _warn_empty,
 )
-from .ranksvm import _TwoStage
+from .ranksvm import RankSVM, _TwoStage
 
 __all__ = ["FSMSVM", "FSMRank"]
 
@@ -385,6 +386,12 @@ class FSMRank(_LinearRanker):
         return self
 
 
+#: FSMSVM's parameters of its FSMRank stage and of its RankSVM stage, as
+#: those stages declare them.
+_FSM_STAGE, _FSM_DEFAULT = stage_params(FSMRank, ("lambda1", "lambda2", "tol", "max_iter"))
+_SVM_STAGE, _SVM_DEFAULT = stage_params(RankSVM, ("C",))
+
+
 class FSMSVM(_TwoStage):
     """FSMSVM: the top-t features of FSMRank, then RankSVM on them (Lai et al. 2013).
 
@@ -396,16 +403,16 @@ class FSMSVM(_TwoStage):
     ----------
     n_features_to_select : int, default 10
         Number ``t`` of features to keep.
-    lambda1 : float, default 1.0
-        FSMRank's similarity weight (eq. 1).
-    lambda2 : float, default 1e-3
-        FSMRank's l1 weight (eq. 1), default as :class:`FSMRank`'s.
-    C : float, default 1.0
+    lambda1, lambda2 : float, default FSMRank's
+        FSMRank's similarity and l1 weights (eq. 1).
+    C : float, default RankSVM's
         RankSVM loss weight.
-    tol, max_iter : float, int, default 1e-6, 10000
-        The FSMRank stage's stopping tolerance and iteration budget (those of
-        :class:`FSMRank`); a cap makes the first stage affordable at
-        MSLR-WEB10K size.
+    tol, max_iter : float, int, default FSMRank's
+        The FSMRank stage's stopping tolerance and iteration budget; a cap
+        makes the first stage affordable at MSLR-WEB10K size.
+
+    The stages' parameters are declared by the stages (ranges and
+    defaults): FSMSVM passes them on.
 
     Attributes
     ----------
@@ -439,20 +446,15 @@ class FSMSVM(_TwoStage):
     Derived in: book/04_fsmrank_nesterov.md#fsmrank
     """
 
-    _extreme_ranges: ClassVar[dict] = {"lambda1": (0.0, WEIGHT_RANGE[1]),
-                                       "lambda2": (0.0, WEIGHT_RANGE[1]),
-                                       "C": WEIGHT_RANGE}
+    _extreme_ranges: ClassVar[dict] = {
+        **{p: FSMRank._extreme_ranges[p] for p in ("lambda1", "lambda2")},
+        "C": RankSVM._extreme_ranges["C"]}
     _parameter_constraints: ClassVar[dict] = {
-        "n_features_to_select": [COUNT],
-        "lambda1": [NONNEGATIVE],
-        "lambda2": [NONNEGATIVE],
-        "C": [POSITIVE],
-        "tol": [POSITIVE],
-        "max_iter": [ITERATIONS],
-    }
+        "n_features_to_select": [COUNT], **_FSM_STAGE, **_SVM_STAGE}
 
-    def __init__(self, n_features_to_select=10, lambda1=1.0, lambda2=1e-3, C=1.0,
-                 tol=1e-6, max_iter=10000):
+    def __init__(self, n_features_to_select=10, lambda1=_FSM_DEFAULT["lambda1"],
+                 lambda2=_FSM_DEFAULT["lambda2"], C=_SVM_DEFAULT["C"],
+                 tol=_FSM_DEFAULT["tol"], max_iter=_FSM_DEFAULT["max_iter"]):
         self.n_features_to_select = n_features_to_select
         self.lambda1 = lambda1
         self.lambda2 = lambda2

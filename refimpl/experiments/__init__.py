@@ -1,7 +1,8 @@
 """Experiments: every method of the book on the same folds, side by side.
 
-- ``registry``: one ``Method`` entry per method: factory, the paper's grid and
-  selection metric, linear or not
+- ``registry``: the ``Method`` declaration, ``register`` and ``METHODS``
+- ``methods``: one ``Method`` entry per method of the papers: factory, the
+  paper's grid and selection metric, linear or not, family and colour
 - ``config``: what to run (``ExperimentConfig``) and its checks, before any fit
 - ``task_cache``: data fingerprints, task and cache keys, the per-task cache
   entries
@@ -29,6 +30,7 @@ from .registry import (
     get_method,
     register,
 )
+from . import methods  # noqa: F401  (registers the papers' methods)
 from .report import (holm_adjusted, load_results, paired_ttest, paper_comparison,
                      paper_values, per_query_se, read_csv)
 from .config import BACKENDS, ExperimentConfig, parse_folds, validate_config

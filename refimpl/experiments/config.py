@@ -13,7 +13,6 @@ Derived in: book/10_running_experiments.md#run-cli
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -284,17 +283,9 @@ def _check_dataset(dataset, folds, letor_home):
 
 def _check_values(method, param, values):
     """Every value of one grid parameter is accepted and listed once."""
-    allowed = method.ranges.get(param)
     for value in values:
-        if allowed is not None:
-            ok = allowed.contains(value)
-            accepted = allowed.describe()
-        else:
-            # No declared range: still never a NaN or an infinity.
-            ok = not (isinstance(value, (float, np.floating))
-                      and not math.isfinite(value))
-            accepted = "a finite number"
-        if not ok:
+        accepted = method.refused(param, value)
+        if accepted is not None:
             raise DataError(
                 f"method {method.name!r}, parameter {param!r}: {value!r} is not "
                 f"accepted; accepted: {accepted}"
@@ -377,9 +368,9 @@ def validate_config(config):
         if config.reduced and method.reduced_grid is None:
             grid = {k: list(v)[:1] for k, v in method.grid.items()}
         for param, values in (config.grids.get(name) or {}).items():
-            # a parameter the method declares a range for may be set too (an
+            # a parameter the estimator declares may be set too (an
             # iteration cap, say), beside its grid and fixed ones
-            known = dict.fromkeys([*method.grid, *method.fixed, *method.ranges])
+            known = dict.fromkeys([*method.grid, *method.fixed, *method.constraints])
             if param not in known:
                 accepted = ", ".join(known) or "none"
                 raise DataError(

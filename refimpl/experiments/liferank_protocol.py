@@ -8,7 +8,7 @@ RankLib's linear regression, NDCG@1-10 and MAP on the test queries of the
 five folds with two-tailed paired t-test marks.  :func:`liferank_tables`
 runs it, with LifeRank as the paper initialises it (``w`` all ones, ``T``
 random) and stops it ("convergence or the maximum number of iterations":
-the registry's ``tol = 1e-4`` and 1000 iterations at the registry's step),
+the tolerance and budget the registry's ``liferank-*`` entries run),
 SVMrank's ``C`` selected on each fold's validation MAP from
 :data:`SVMRANK_C` (the paper gives none) and, beside them, our L2-loss
 RankSVM at ``C = 1`` (the ranker of the runner's first comparison), PCA,
@@ -36,9 +36,11 @@ from .. import _io
 from .. import data as _data
 from .. import features as _features
 from .. import metrics as _metrics
-from ..estimators import FSMRank, HingeRankSVM, LifeRank, RankSVM
+from ..estimators import FSMRank, HingeRankSVM, LifeRank, LifeRankPipeline, RankSVM
+from .registry import get_method
 
-__all__ = ["CUTS", "EXTRA_K10", "HINGE", "KS", "LIFE", "RANKERS", "SVMRANK_C",
+__all__ = ["CUTS", "EXTRA_K10", "FSMRANK", "HINGE", "KS", "LIFE", "RANKERS",
+           "SVMRANK_C",
            "feature_quality", "fold_scores", "liferank_tables", "mark",
            "protocol_fold", "seed_gains", "write_protocol_csv"]
 
@@ -49,15 +51,20 @@ CUTS = tuple(range(1, 11))
 #: The ablations of Table 5, at k = 10 only.
 EXTRA_K10 = {"LifeRank^NO": {"constraint": "none"},
              "LifeRank^NO, U start": {"constraint": "none", "init": "uniform"}}
-#: LifeRank as the registry runs it (``liferank-*``): the paper states no
-#: step, budget or lambda; w starts at ones and T at random (the paper).
-LIFE = {"lam": 1e-3, "lr": 0.1, "max_iter": 1000, "tol": 1e-4,
-        "random_state": 0}
+#: LifeRank as the registry runs it (``liferank-ranksvm-hinge``, the
+#: paper's SVMrank after LifeRank): the paper states no step, budget or
+#: lambda; w starts at ones and T at random (the paper).
+LIFE = {name: get_method("liferank-ranksvm-hinge").defaults[name]
+        for name in LifeRankPipeline.FIRST_STAGE_PARAMS if name != "n_components"}
 #: SVMrank's C grid (its convention, per query: registry ``ranksvm-hinge``),
 #: selected on validation MAP; the paper gives neither C nor the rule.
-SVMRANK_C = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+SVMRANK_C = tuple(get_method("ranksvm-hinge").grid["C"])
 #: :class:`~refimpl.estimators.HingeRankSVM`'s settings (the registry's).
-HINGE = {"tol": 1e-6, "max_iter": 1000}
+HINGE = dict(get_method("ranksvm-hinge").fixed)
+#: The FSMRank stage of FSMSVM as the registry runs it (``fsmsvm``); the
+#: paper names FSMSVM without its lambdas.
+FSMRANK = {name: get_method("fsmsvm").defaults[name]
+           for name in ("lambda1", "lambda2", "tol", "max_iter")}
 #: The downstream rankers: SVMrank (L1 hinge, C by validation), our
 #: L2-loss RankSVM at C = 1, least squares (RankLib's linear regression).
 RANKERS = ("SVMrank", "RankSVM", "LinReg")
@@ -144,7 +151,7 @@ def _selections(Xtr, ytr, qtr):
     sim = _features.kendall_similarity(Xtr, qtr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # FSMRank's PSD projection notice
-        fsm = FSMRank(lambda1=0.1, lambda2=1e-4, tol=1e-6).fit(Xtr, ytr, qtr)
+        fsm = FSMRank(**FSMRANK).fit(Xtr, ytr, qtr)
     order = np.argsort(-np.abs(fsm.coef_), kind="stable")
     _, _, Qt = np.linalg.svd(Xtr, full_matrices=False)
     return imp, sim, order, Qt

@@ -1,19 +1,18 @@
-"""The methods the experiment runner knows: one :class:`Method` entry each.
+"""The registry of methods the experiment runner knows: :class:`Method`,
+:func:`register`, :data:`METHODS`.
 
 An entry says which estimator the method is, which grid the paper
-searched, which validation metric the paper selected by, and how to read
-the features a fitted model uses.  The estimator is the one place a
-method's parameters are declared: the entry's ``ranges`` (the values the
-runner checks before any fit, and the parameters the command line accepts)
-are derived from the estimator's ``_parameter_constraints``, and the scale
-guard asks the estimator's ``estimate_memory``.  Adding a method is one
-call of :func:`register` (CONTRIBUTING.md walks through one); the runner,
-the command line, the scale guard and the chapter pick it up from
-:data:`METHODS`.
-
-Where a paper does not state a grid (FSMRank, RankSVM-l1, the non-convex
-penalties, LambdaMART) the entry's ``grid_source`` says so and what was
-chosen instead.
+searched, which validation metric the paper selected by, how to read the
+features a fitted model uses, and its family and colour in chapter 8's
+plots.  The estimator is the one place a method's parameters are declared:
+the values the runner checks before any fit, and the parameters the
+command line accepts, are the estimator's ``_parameter_constraints``,
+checked by scikit-learn's own validation (:meth:`Method.refused`), and the
+scale guard asks the estimator's ``estimate_memory``.  Adding a method is
+one call of :func:`register` (CONTRIBUTING.md walks through one); the
+runner, the command line, the scale guard and the chapters pick it up from
+:data:`METHODS`.  The papers' methods are registered by
+:mod:`refimpl.experiments.methods`.
 
 Derived in: book/10_running_experiments.md#run-registry
 """
@@ -23,34 +22,23 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-from numbers import Integral
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..estimators import (
-    FSMSVM,
-    FenchelRank,
-    FSMRank,
-    GASRanker,
-    HingeRankSVM,
-    LambdaMART,
-    LifeRankPipeline,
-    LinearRegressionRanker,
-    RankSVM,
-    SparseRankSVM,
+from .._compat.sklearn_params import (
+    InvalidParameterError,
+    make_constraint,
+    validate_parameter_constraints,
 )
-from .._compat.sklearn_params import Interval, Options, make_constraint
 from ..exceptions import DataError
 
 __all__ = [
     "METHODS",
     "SELECTION_METRICS",
     "Method",
-    "ParamRange",
-    "ranges_from_constraints",
     "expand_grid",
     "get_method",
     "register",
@@ -63,161 +51,6 @@ SELECTION_METRICS = tuple(
     + [f"P@{k}" for k in range(1, 11)]
     + ["MAP", "MeanNDCG", "PairwiseAccuracy"]
 )
-
-
-@dataclass(frozen=True)
-class ParamRange:
-    """The values one hyper-parameter accepts.
-
-    The runner checks every grid value against its method's ranges before
-    any fit starts (:func:`refimpl.experiments.config.validate_config`), so
-    that ``C = -1`` is a configuration error naming the parameter and the
-    accepted range, not a failure of every task at fit time.  A method's
-    ranges are derived from its estimator's ``_parameter_constraints``
-    (:func:`ranges_from_constraints`): they are what ``fit`` checks.
-
-    Derived in: book/10_running_experiments.md#run-registry
-
-    Parameters
-    ----------
-    kind : {"real", "integer", "choice"}
-        ``"real"``: a finite int or float (not a bool); ``"integer"``: an int
-        (not a bool, not a float such as ``10.0``); ``"choice"``: one of
-        ``choices``.
-    low, high : float, default -inf, inf
-        Bounds of the interval (``"real"`` and ``"integer"``).
-    closed : {"neither", "left", "right", "both"}, default "neither"
-        Which bounds belong to the interval.
-    choices : tuple, default ()
-        The accepted values of a ``"choice"`` parameter.
-    """
-
-    kind: str = "real"
-    low: float = -math.inf
-    high: float = math.inf
-    closed: str = "neither"
-    choices: tuple = ()
-
-    def __post_init__(self):
-        if self.kind not in ("real", "integer", "choice"):
-            raise DataError(f"ParamRange kind must be 'real', 'integer' or 'choice', "
-                            f"got {self.kind!r}")
-        if self.closed not in ("neither", "left", "right", "both"):
-            raise DataError(f"ParamRange closed must be 'neither', 'left', 'right' "
-                            f"or 'both', got {self.closed!r}")
-        if self.kind == "choice" and not self.choices:
-            raise DataError("a 'choice' ParamRange needs at least one choice")
-
-    def contains(self, value) -> bool:
-        """Whether ``value`` is accepted."""
-        if self.kind == "choice":
-            return any(type(value) is type(c) and value == c for c in self.choices)
-        if isinstance(value, (bool, np.bool_)):
-            return False
-        if self.kind == "integer":
-            if not isinstance(value, (int, np.integer)):
-                return False
-        elif not isinstance(value, (int, float, np.integer, np.floating)):
-            return False
-        if self.kind == "integer":
-            # compared as integers: float() rounds 2**63 down to a bound
-            v = int(value)
-        else:
-            v = float(value)
-            if not math.isfinite(v):
-                return False
-        left = v >= self.low if self.closed in ("left", "both") else v > self.low
-        right = v <= self.high if self.closed in ("right", "both") else v < self.high
-        return left and right
-
-    def describe(self) -> str:
-        """The accepted values in words, e.g. ``"a finite real number > 0"``."""
-        if self.kind == "choice":
-            return "one of " + ", ".join(map(repr, self.choices))
-        what = "an integer" if self.kind == "integer" else "a finite real number"
-        lo_in = self.closed in ("left", "both")
-        hi_in = self.closed in ("right", "both")
-        has_lo, has_hi = math.isfinite(self.low), math.isfinite(self.high)
-        def show(bound):  # an integer bound exactly (2**63 - 1, not 9.22e18)
-            return str(bound) if isinstance(bound, int) else f"{bound:g}"
-
-        lo, hi = show(self.low), show(self.high)
-        if has_lo and has_hi:
-            return (f"{what} in {'[' if lo_in else '('}{lo}, "
-                    f"{hi}{']' if hi_in else ')'}")
-        if has_lo:
-            return f"{what} {'>=' if lo_in else '>'} {lo}"
-        if has_hi:
-            return f"{what} {'<=' if hi_in else '<'} {hi}"
-        return what
-
-
-@dataclass(frozen=True)
-class AnyOf:
-    """Values accepted by any of several ranges (``[POSITIVE, None]``, say)."""
-
-    parts: tuple
-
-    def contains(self, value) -> bool:
-        """Whether one of the parts accepts ``value``."""
-        return any(part.contains(value) for part in self.parts)
-
-    def describe(self) -> str:
-        """The parts' descriptions joined by "or"."""
-        return " or ".join(part.describe() for part in self.parts)
-
-
-@dataclass(frozen=True)
-class _Other:
-    """A scikit-learn constraint without a :class:`ParamRange` form (a type, "boolean")."""
-
-    constraint: Any
-
-    def contains(self, value) -> bool:
-        return bool(make_constraint(self.constraint).is_satisfied_by(value))
-
-    def describe(self) -> str:
-        return str(make_constraint(self.constraint))
-
-
-def _as_range(constraint):
-    if constraint is None:
-        return _Other(None)
-    if isinstance(constraint, Interval):
-        kind = "integer" if constraint.type is Integral else "real"
-        return ParamRange(
-            kind, -math.inf if constraint.left is None else constraint.left,
-            math.inf if constraint.right is None else constraint.right,
-            closed=constraint.closed)
-    if isinstance(constraint, Options):
-        return ParamRange("choice", choices=tuple(sorted(constraint.options, key=repr)))
-    return _Other(constraint)
-
-
-def ranges_from_constraints(constraints):
-    """The runner's ranges of an estimator's ``_parameter_constraints``.
-
-    Each parameter's list of scikit-learn constraints becomes a
-    :class:`ParamRange` (an interval, a set of options, ``None``) or, for
-    several, an :class:`AnyOf` of them, so that the runner checks grid
-    values against exactly what the estimator's ``fit`` accepts and names
-    the accepted values as it does (e.g. "an integer >= 1").
-
-    Derived in: book/10_running_experiments.md#run-registry
-
-    Parameters
-    ----------
-    constraints : dict of str to list
-
-    Returns
-    -------
-    dict of str to ParamRange or AnyOf
-    """
-    out = {}
-    for name, accepted in dict(constraints).items():
-        parts = tuple(_as_range(c) for c in accepted)
-        out[name] = parts[0] if len(parts) == 1 else AnyOf(parts)
-    return out
 
 
 def _coef(estimator):
@@ -238,9 +71,9 @@ class Method:
     factory : type or callable
         The estimator class (or a callable): ``factory(**fixed, **params)``
         returns an unfitted estimator with ``fit(X, y, qid)`` and
-        ``predict(X)``.  A class's ``_parameter_constraints`` give the
-        entry's ``ranges``, its ``estimate_memory`` the scale guard's
-        estimate.
+        ``predict(X)``.  A class's ``_parameter_constraints`` are the values
+        the runner accepts (:meth:`refused`), its ``estimate_memory`` the
+        scale guard's estimate.
     grid : dict of str to list
         The paper's hyper-parameter grid (every combination is fitted).
     selection_metric : str
@@ -256,8 +89,8 @@ class Method:
         Where the grid and the metric come from (section, table), or what
         was chosen when the paper does not say.
     fixed : dict
-        Settings passed to every fit (tolerances, budgets, seeds); part of
-        the cache key.
+        Settings passed to every fit where they differ from the estimator's
+        defaults (a paper's budget, say); part of the task and cache keys.
     reduced_grid : dict, optional
         A small grid for smoke runs (CI, the chapter); default: the first
         value of each grid entry.
@@ -269,12 +102,10 @@ class Method:
         model uses (LambdaMART: features with at least one split).
     description : str
         One line for ``python -m refimpl methods``.
-    ranges : dict of str to ParamRange, optional
-        Accepted values of the parameters, checked before any fit, beyond
-        (or narrowing) those derived from the estimator's
-        ``_parameter_constraints`` (:func:`ranges_from_constraints`); after
-        construction, ``ranges`` holds both.  A parameter without a range
-        only has to be a finite number when it is a float.
+    family : str, default "other"
+        The panel of chapter 8's plots the method is drawn in.
+    color : str, default "0.5"
+        Its colour there (a matplotlib colour, distinct within the family).
     """
 
     name: str
@@ -289,12 +120,36 @@ class Method:
     coef: Callable[[Any], np.ndarray] | None = None
     support: Callable[[Any], np.ndarray] | None = None
     description: str = ""
-    ranges: Mapping[str, ParamRange] = field(default_factory=dict)
+    family: str = "other"
+    color: str = "0.5"
 
-    def __post_init__(self):
-        derived = ranges_from_constraints(
-            getattr(self.factory, "_parameter_constraints", None) or {})
-        object.__setattr__(self, "ranges", {**derived, **dict(self.ranges)})
+    @property
+    def constraints(self) -> dict:
+        """The estimator's ``_parameter_constraints`` (empty for a callable
+        without them): the parameters a grid may set."""
+        return dict(getattr(self.factory, "_parameter_constraints", None) or {})
+
+    def refused(self, param, value):
+        """What ``param`` accepts, in words, if ``value`` is refused; else None.
+
+        The estimator's constraints checked by scikit-learn's own
+        validation, as its ``fit`` checks them, so that ``C = -1`` is a
+        configuration error naming the parameter and the accepted values
+        before any fit starts, not a failure of every task.  A parameter
+        the estimator does not declare only has to be finite when it is a
+        float.
+        """
+        declared = self.constraints.get(param)
+        if declared is None:
+            finite = not (isinstance(value, (float, np.floating))
+                          and not math.isfinite(value))
+            return None if finite else "a finite number"
+        try:
+            validate_parameter_constraints({param: declared}, {param: value},
+                                           caller_name=self.name)
+        except InvalidParameterError:
+            return " or ".join(str(make_constraint(c)) for c in declared)
+        return None
 
     @property
     def defaults(self) -> dict:
@@ -387,15 +242,13 @@ def register(method, *, replace=False):
             raise DataError(
                 f"method {method.name!r}: {method.factory.__name__} has no "
                 f"parameter {unknown[0]!r}; its parameters: {', '.join(declared)}")
-    for param, allowed in dict(method.ranges).items():
-        values = list(method.grid.get(param, []))
-        if param in method.fixed:
-            values.append(method.fixed[param])
-        bad = [v for v in values if not allowed.contains(v)]
-        if bad:
+    settings = [(p, v) for p, values in method.grid.items() for v in values]
+    for param, value in [*settings, *method.fixed.items()]:
+        accepted = method.refused(param, value)
+        if accepted is not None:
             raise DataError(
                 f"method {method.name!r}: parameter {param!r} must be "
-                f"{allowed.describe()}; its grid or fixed setting has {bad[0]!r}"
+                f"{accepted}; its grid or fixed setting has {value!r}"
             )
     if method.name in METHODS and not replace:
         raise DataError(f"a method named {method.name!r} is already registered")
@@ -419,184 +272,3 @@ def get_method(name):
         raise DataError(
             f"unknown method {name!r}; accepted: {', '.join(METHODS)}"
         ) from None
-
-
-def _lambdamart_support(fitted):
-    return fitted.feature_importances_ > 0
-
-
-# --------------------------------------------------------------------------
-# The methods of the five papers (and two references beyond them)
-# --------------------------------------------------------------------------
-
-
-_POW2 = [2.0 ** e for e in range(-15, 11)]
-#: C grid of the sparse RankSVMs: Laporte et al. tune C "on a grid" without
-#: listing it; six decades around the values where RankSVM-l1 goes from one
-#: feature to all of them on MQ2008.
-_SPARSE_C = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
-_SELECT_T = [5, 10, 15, 20, 25, 30, 35, 40]
-register(Method(
-    name="ranksvm", factory=RankSVM,
-    grid={"C": _POW2}, reduced_grid={"C": [2.0 ** -5, 1.0]},
-    selection_metric="MeanNDCG", linear=True, paper="lee2014largescale",
-    grid_source="Lee & Lin (2014), Section 4.4: C in {2^-15, ..., 2^10}, "
-                "selected by validation mean NDCG (LETOR 4.0); eps = 1e-4",
-    # eps = 1e-4, not LIBLINEAR's 1e-3: at 1e-3 the validation mean NDCG of
-    # near-tied C differ in the 6th digit between BLAS kernels, so MQ2008
-    # Fold 1 selected C = 16, 64 or 512 depending on the CPU; at 1e-4 the
-    # selections on all five folds equal those at 1e-6 under the Haswell,
-    # Sandybridge and Prescott kernels, for 2x the CPU of 1e-3 (10x less
-    # than 1e-6).
-    fixed={"tol": 1e-4},
-    description="L2-loss linear RankSVM, TRON with order-statistic trees",
-))
-#: SVMrank's C (per query, svm_rank_learn -c): decades around its default
-#: 0.01; the LifeRank paper names SVMrank without its C or selection rule.
-_SVMRANK_C = [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]
-register(Method(
-    name="ranksvm-hinge", factory=HingeRankSVM,
-    grid={"C": _SVMRANK_C}, reduced_grid={"C": [1e-2, 1.0]},
-    selection_metric="MAP", linear=True, paper="joachims2006training",
-    grid_source="SVMrank (Joachims 2006, svm_rank): L1 hinge, C / n_queries; "
-                "Pandey et al. (2018) give neither C nor the selection rule: "
-                "ours C in 1e-3..1e2, selected by validation MAP",
-    fixed={"tol": 1e-6, "max_iter": 1000},
-    description="L1-hinge linear RankSVM (SVMrank's problem), 1-slack "
-                "cutting planes",
-))
-register(Method(
-    name="fenchelrank", factory=FenchelRank,
-    grid={"r": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]},
-    reduced_grid={"r": [1.0, 2.0]},
-    selection_metric="NDCG@10", linear=True, paper="lai2013fenchelrank",
-    grid_source="Lai et al. (2013a), Section 8.3: r in {1, 2, ..., 256}, "
-                "T = 1000, epsilon = 0.001, selected by validation NDCG@10",
-    # Algorithm 1 (variant "paper"), not the faster certified variants: at
-    # T = 1000, 33 of the 45 MQ2008 fits stop above the gap 1e-3, and
-    # variant="face_newton" (which reaches it in <= 76 updates, 15x less
-    # fitting time) selects another r on Fold 4 and moves test metrics by up
-    # to 0.018; `--grid fenchelrank:variant=face_newton` runs it.  Algorithm
-    # 1 itself runs on the label blocks (line_search="auto" -> "blocks"),
-    # with the iterates of the explicit-pairs loop; `--grid
-    # fenchelrank:line_search=pairs` runs that loop.
-    fixed={"tol": 1e-3, "max_iter": 1000},
-    description="l1-ball constrained squared hinge, primal-dual (FenchelRank)",
-))
-register(Method(
-    name="fsmrank", factory=FSMRank,
-    grid={"lambda1": [0.01, 0.1, 1.0], "lambda2": [1e-4, 1e-3, 1e-2]},
-    reduced_grid={"lambda1": [0.1], "lambda2": [1e-3]},
-    selection_metric="NDCG@10", linear=True, paper="lai2013fsmrank",
-    grid_source="Lai et al. (2013b), Section IV-C: lambda1, lambda2 'chosen "
-                "by cross-validation' (grid not given; ours: 3 x 3 decades), "
-                "T = 400; metric not given, NDCG@10 as in FenchelRank (which "
-                "Laporte et al. confirm for both)",
-    fixed={"tol": 1e-4, "max_iter": 400},
-    description="similarity + importance-weighted l1 (FSMRank), FISTA",
-))
-register(Method(
-    name="gas-e", factory=GASRanker,
-    grid={"n_features_to_select": _SELECT_T},
-    reduced_grid={"n_features_to_select": [10]},
-    selection_metric="MAP", linear=True, paper="lai2013fsmrank",
-    grid_source="Lai et al. (2013b), Section IV-D1 and Remark 1: t chosen "
-                "by validation MAP (values of t: ours, 5..40 by 5)",
-    fixed={"redundancy_penalty": 0.01, "C": 1.0},
-    description="GAS feature selection, then RankSVM (GAS-E)",
-))
-register(Method(
-    name="fsmsvm", factory=FSMSVM,
-    grid={"n_features_to_select": _SELECT_T},
-    reduced_grid={"n_features_to_select": [10]},
-    selection_metric="MAP", linear=True, paper="lai2013fsmrank",
-    grid_source="Lai et al. (2013b), Section IV-D1: top-t FSMRank features, "
-                "then RankSVM; t by validation MAP; FSMRank stage fixed at "
-                "lambda1 = 0.1, lambda2 = 1e-3",
-    fixed={"lambda1": 0.1, "lambda2": 1e-3, "C": 1.0},
-    description="top-t FSMRank features, then RankSVM (FSMSVM)",
-))
-# The sparse RankSVMs run proximal Newton (solver="newton"), whose stop
-# certifies FISTA's gradient-mapping test at the same tol, instead of the
-# paper's FISTA: 16x less CPU on MQ2008 (5 folds: about 5 s for l1, log, lp
-# and MCP together against 84 s), and the fits are converged ones.  Two
-# selections change against FISTA at tol = 1e-5, both on fold 4 and both
-# artifacts of FISTA's tolerance: l1 picks C = 1 (validation MAP 0.452031
-# converged, 0.451661 by FISTA at 1e-5, which then picked C = 1e-3 at
-# 0.451867) and log C = 1e-4; FISTA run to tol = 1e-9 (270 s CPU for that
-# fold) selects as Newton does.  lp keeps its selections, with test metrics
-# within 4.3e-3 (a stationary point of the non-convex problem whose inner
-# problems are solved exactly).
-register(Method(
-    name="ranksvm-l1", factory=SparseRankSVM,
-    grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-4, 1e-3]},
-    selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
-    grid_source="Laporte et al. (2014), Section V-C: C on a grid (not "
-                "given; ours 1e-4..10), selected by validation MAP",
-    fixed={"penalty": "l1", "tol": 1e-5, "max_iter": 5000, "solver": "newton"},
-    description="l1-regularised L2-loss RankSVM, proximal Newton (RankSVM-l1; "
-                "FISTA's stopping test certified)",
-))
-for _pen, _kw, _what in (
-        ("log", {"eps": 0.1}, "log penalty, epsilon = 0.1"),
-        ("mcp", {"gamma": 2.0}, "MCP, gamma = 2"),
-        ("lp", {"p": 0.5}, "l_p penalty, p = 0.5")):
-    register(Method(
-        name=f"ranksvm-{_pen}", factory=SparseRankSVM,
-        grid={"C": _SPARSE_C}, reduced_grid={"C": [1e-3]},
-        selection_metric="MAP", linear=True, paper="laporte2014nonconvex",
-        grid_source=f"Laporte et al. (2014), Section V-C: {_what} (the paper's "
-                    "values), C on a grid (ours 1e-4..10), selected by "
-                    "validation MAP; reweighted l1 (Algorithm 2)",
-        fixed={"penalty": _pen, **_kw, "tol": 1e-5, "max_iter": 5000,
-               "max_outer": 30, "solver": "newton"},
-        description=f"RankSVM with the non-convex {_what} (reweighted l1)",
-    ))
-for _second, _label in (("ranksvm", "RankSVM"), ("linreg", "linear regression")):
-    register(Method(
-        name=f"liferank-{_second}", factory=LifeRankPipeline,
-        grid={"n_components": [5, 10, 15, 20]},
-        reduced_grid={"n_components": [5]},
-        selection_metric="MAP", linear=True, paper="pandey2018liferank",
-        grid_source="Pandey et al. (2018), Section 6.1: k in {5, 10, 15, "
-                    f"20}} generated features, then {_label}; the paper "
-                    "reports every k (no selection): we select k by "
-                    "validation MAP and also compare at k = 10",
-        fixed={"ranker": _second, "C": 1.0, "lam": 1e-3, "lr": 0.1,
-               "max_iter": 1000, "random_state": 0},
-        description=f"LifeRank feature extraction, then {_label}",
-    ))
-register(Method(
-    name="liferank-ranksvm-hinge", factory=LifeRankPipeline,
-    grid={"n_components": [5, 10, 15, 20], "C": _SVMRANK_C},
-    reduced_grid={"n_components": [5], "C": [1e-2]},
-    selection_metric="MAP", linear=True, paper="pandey2018liferank",
-    grid_source="Pandey et al. (2018), Sections 5.3 and 6.1: k in {5, 10, "
-                "15, 20} generated features, then SVMrank (the L1-hinge "
-                "RankSVM, C per query); the paper gives no C: C as "
-                "ranksvm-hinge's grid, k and C selected by validation MAP",
-    fixed={"ranker": "ranksvm-hinge", "lam": 1e-3, "lr": 0.1,
-           "max_iter": 1000, "random_state": 0},
-    description="LifeRank feature extraction, then SVMrank's L1-hinge "
-                "RankSVM (the paper's ranker)",
-))
-register(Method(
-    name="linreg", factory=LinearRegressionRanker, grid={}, reduced_grid={},
-    selection_metric="MAP", linear=True, paper="pandey2018liferank",
-    grid_source="Pandey et al. (2018), Section 5.3: pointwise linear "
-                "regression baseline (no hyper-parameter)",
-    description="ordinary least squares on the labels (pointwise)",
-))
-register(Method(
-    name="lambdamart", factory=LambdaMART,
-    grid={"n_estimators": [100, 300], "num_leaves": [7, 31],
-          "learning_rate": [0.05, 0.1]},
-    reduced_grid={"n_estimators": [50], "num_leaves": [7],
-                  "learning_rate": [0.1]},
-    selection_metric="NDCG@10", linear=False, paper="burges2010ranknet",
-    grid_source="beyond the papers: LightGBM LGBMRanker (lambdarank); small "
-                "grid of ours, selected by validation NDCG@10",
-    fixed={"min_child_samples": 20, "random_state": 0},
-    support=_lambdamart_support,
-    description="LightGBM LambdaMART (non-linear reference)",
-))
