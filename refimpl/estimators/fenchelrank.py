@@ -58,7 +58,8 @@ class FenchelRank(_LinearRanker):
         Gap tolerance ``epsilon`` of eq. 17 (> 0); relative, since
         ``G(0) = 1``.
     max_iter : int, default 1000
-        Maximum number of updates ``T``; each adds at most one feature.
+        Maximum number of updates (Algorithm 1's budget ``t_max``); each
+        adds at most one feature.
     step : {"exact", "closed_form", "theory"}, default "exact"
         Step-size rule (eqs. 19-21, the corrected rule after eq. 21, or the
         step of the proof of Theorem 1).
@@ -87,14 +88,20 @@ class FenchelRank(_LinearRanker):
     n_iter_ : int
         Updates performed.
     history_ : dict of ndarray
-        Per iterate: dual objective ``D``, primal ``P``, ``gap``, step
-        ``mu``, feature ``j``, ``nnz``, ``ls_eval``, ``time``.
+        Per iterate, in chapter 3's notation: ``obj`` (the primal
+        objective ``P(w_t) = G(w_t)``, eq. (3.5)), ``dual`` (the dual
+        objective ``D(alpha_t)``, eqs. (3.5)-(3.6)), ``gap`` (the duality
+        gap ``P(w_t) - D(alpha_t)``, eq. (3.7)), ``step`` (``tau_t``,
+        eq. (3.8)), feature ``j``, ``nnz``, ``ls_eval``, ``time``; see
+        :func:`refimpl.solvers.fenchelrank`.
     converged_ : bool
         Whether eq. 17 holds at the returned iterate.
     dual_gap_ : float
-        Final gap ``P(d_T) - D(w_T)``, an upper bound on ``G(w_T) - G^*``.
+        Final duality gap ``P(w_t) - D(alpha_t)`` (eq. (3.7)), an upper
+        bound on ``G(w_t) - G^*`` (Theorem 2 of the paper).
     objective_ : float
-        ``G(w_T)``, i.e. the mean squared hinge of eq. 3 at ``coef_``.
+        ``G(w_t)`` at the returned iterate, i.e. the mean squared hinge of
+        eq. 3 at ``coef_``.
     backend_ : str
         The backend actually used.
 
@@ -209,7 +216,7 @@ class FenchelRank(_LinearRanker):
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
         self.dual_gap_ = float(result.history["gap"][-1])
-        self.objective_ = -float(result.history["D"][-1])
+        self.objective_ = float(result.history["obj"][-1])
         self.backend_ = loss.backend
         if not np.any(coef):
             gap0 = float(self.history_["gap"][0])

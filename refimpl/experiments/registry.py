@@ -473,7 +473,7 @@ register(Method(
     grid_source="Lai et al. (2013a), Section 8.3: r in {1, 2, ..., 256}, "
                 "T = 1000, epsilon = 0.001, selected by validation NDCG@10",
     # Algorithm 1 (variant "paper"), not the faster certified variants: at
-    # T = 1000, 33 of the 45 MQ2008 fits stop above the gap 1e-3, and
+    # max_iter = 1000, 33 of the 45 MQ2008 fits stop above the gap 1e-3, and
     # variant="face_newton" (which reaches it in <= 76 updates, 15x less
     # fitting time) selects another r on Fold 4 and moves test metrics by up
     # to 0.018; `--grid fenchelrank:variant=face_newton` runs it.  Algorithm
