@@ -40,15 +40,16 @@ class FenchelRank(_LinearRanker):
 
     .. math::
 
-        \\min_{\\|w'\\|_1 \\le r} \\frac1p \\sum_{(i, j) \\in P}
+        \\min_{\\|w'\\|_1 \\le r} \\frac1p \\sum_{(i, j) \\in \\mathcal P}
             \\max(0, 1 - w'^T (x_i - x_j))^2 ,
 
     through its rescaling ``w = w'/r`` (eq. 4) by Algorithm 1: greedy
-    coordinate choice from ``g_t = K^T d_t`` (eq. 12), the update of eq. 18
-    with the step of eqs. 19-21, and the stopping rule (eq. 17) that the
-    duality gap ``P(d_t) - D(w_t) = ||g_t||_inf - g_t^T w_t`` is at most
-    ``tol``.  ``coef_ = r w`` is on the scale of eq. 3, so
-    ``||coef_||_1 <= r``.  See :func:`refimpl.solvers.fenchelrank`.
+    coordinate choice from ``K^T alpha_t`` (the dual point ``alpha_t`` of
+    the book's eq. (3.6), the paper's ``d_t`` of its eq. 12), the update of
+    eq. 18 with the step of eqs. 19-21, and the stopping rule (eq. 17) that
+    the duality gap ``P(w_t) - D(alpha_t) = ||K^T alpha_t||_inf -
+    (K^T alpha_t)^T w_t`` (the book's eq. (3.7)) is at most ``tol``.
+    ``coef_ = r w`` is on the scale of eq. 3, so ``||coef_||_1 <= r``.  See :func:`refimpl.solvers.fenchelrank`.
 
     Parameters
     ----------

@@ -565,9 +565,9 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         last = None
         check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
-        g = -r2 * gL                                   # g_t = K^T d_t
+        g = -r2 * gL                       # K^T alpha_t, eqs. (3.6), (3.7)
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
+        gap = abs(g[j]) - float(g @ w)     # eq. (3.7), the paper's eq. 16
         # a NaN gap fails `gap <= tol` and would run to max_iter; an
         # infinite one can never certify anything
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
@@ -1174,9 +1174,9 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
             gL = np.asarray(loss.grad(w), dtype=np.float64)
         check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
-        g = -r2 * gL                                   # g_t = K^T d_t
+        g = -r2 * gL                       # K^T alpha_t, eqs. (3.6), (3.7)
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
+        gap = abs(g[j]) - float(g @ w)     # eq. (3.7), the paper's eq. 16
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
         if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop with the loss itself at w (fresh X w), so that
