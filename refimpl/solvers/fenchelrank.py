@@ -623,7 +623,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             w = last[0]                                # w_t + tau_t b_t
         else:
             w = (1.0 - tau) * w
-            w[j] += tau * s                            # paper's eq. 18
+            w[j] += tau * s                           # paper's eq. 18
         tau_last, j_last = tau, j
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
