@@ -11,14 +11,14 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
 
     1. ``FenchelRank(r=4, tol=1e-3)`` (the paper's epsilon), timed end to end
        (``fit``: validation, pair enumeration, solver) and the solver loop
-       alone; its objective ``G_fr`` and iteration count ``T``.
+       alone; its objective ``G_fr`` and iteration count ``n``.
     2. The book's NumPy step-by-step version (``fenchelrank_naive`` of
        ``book/03_fenchelrank_duality.md``, explicit ``K`` from
-       ``refimpl.pairs.pair_difference_matrix``) for the same ``T``
+       ``refimpl.pairs.pair_difference_matrix``) for the same ``n``
        iterations; same objective to 1e-9 relative is checked.  The book's
        ``exact_step_naive`` scans every breakpoint interval with O(p) work
        each, O(p^2) per step (about a minute per iteration at this size), so
-       the full ``T`` iterations use the same derivation with the interval
+       the full ``n`` iterations use the same derivation with the interval
        found from sorted breakpoints (``exact_step_sorted_naive``, O(p log p),
        NumPy); the book's verbatim step is timed on the first
        ``--book-iters`` iterations only, checked to give the same steps.
@@ -69,7 +69,7 @@ printed, never asserted.  r = 4 throughout (margin 1/r, as eq. 4 needs).
 (e) **The runner's selection grid, Algorithm 1 before and after the block
     layout.**  On the train set of each MQ2008 fold (the synthetic stand-in
     without ``LETOR_HOME``), at every r of the registry's grid with its fixed
-    settings (T = 1000, epsilon = 1e-3): whole ``FenchelRank.fit`` calls with
+    settings (max_iter = 1000, epsilon = 1e-3): whole ``FenchelRank.fit`` calls with
     ``line_search="pairs"`` (the path of the committed results: ``X w``,
     ``X w`` and ``X b`` by BLAS and the heap search on explicit pair arrays
     per update) and ``"blocks"`` (the default since: scores carried along,
@@ -140,15 +140,15 @@ TD2004_SHAPE = {"n_queries": 75, "n_docs": 74_146, "n_features": 64}
 # ---------------------------------------------------------------------------
 
 def make_naive(K, r):
-    """The chapter's ``D_naive``, ``dual_point``, ``exact_step_naive``, loop."""
-    p, m = K.shape
+    """The chapter's ``P_naive``, ``dual_point``, ``exact_step_naive``, loop."""
+    p, d = K.shape
 
-    def D_naive(w):
-        return -r**2 / p * np.sum(np.maximum(0, 1 / r - K @ w) ** 2)
+    def P_naive(w):                              # P(w) = G(w), eq. (3.5)
+        return r**2 / p * np.sum(np.maximum(0, 1 / r - K @ w) ** 2)
 
-    def dual_point(w):
-        d = 2 * r**2 / p * np.maximum(0, 1 / r - K @ w)
-        return d, K.T @ d
+    def dual_point(w):                           # eq. (3.6)
+        a = 2 * r**2 / p * np.maximum(0, 1 / r - K @ w)
+        return a, K.T @ a
 
     def phi(mu, a, c):
         return np.sum(np.maximum(0, a - mu * c) ** 2)
@@ -194,25 +194,25 @@ def make_naive(K, r):
         den = c[on] @ c[on]
         return np.clip((a[on] @ c[on]) / den, lo, hi) if den > 0 else lo
 
-    def fenchelrank_naive(T, eps=0.0, step=exact_step_sorted_naive):
-        w = np.zeros(m)
-        hist = {"D": [], "gap": [], "mu": [], "j": []}
-        for t in range(T):
-            d, g = dual_point(w)
+    def fenchelrank_naive(t_max, eps=0.0, step=exact_step_sorted_naive):
+        w = np.zeros(d)
+        hist = {"obj": [], "gap": [], "step": [], "j": []}
+        for _ in range(t_max):
+            _, g = dual_point(w)
             gap = np.max(np.abs(g)) - g @ w
-            hist["D"].append(D_naive(w)); hist["gap"].append(gap)
+            hist["obj"].append(P_naive(w)); hist["gap"].append(gap)
             if gap <= eps:
                 break
             j = int(np.argmax(np.abs(g)))
             b = -w.copy()
             b[j] += 1.0 if g[j] >= 0 else -1.0
-            mu = step(1 / r - K @ w, K @ b)
-            w = w + mu * b
-            hist["mu"].append(mu); hist["j"].append(j)
+            tau = step(1 / r - K @ w, K @ b)
+            w = w + tau * b
+            hist["step"].append(tau); hist["j"].append(j)
         return w, hist
 
     return types.SimpleNamespace(
-        D=D_naive, run=fenchelrank_naive, book_step=exact_step_naive,
+        P=P_naive, run=fenchelrank_naive, book_step=exact_step_naive,
         sorted_step=exact_step_sorted_naive)
 
 
@@ -275,7 +275,7 @@ def iterations_to_objective(loss, target, max_iter):
     found = {}
 
     def stop(w, info):
-        if -info["D"] <= target:
+        if info["obj"] <= target:
             found["k"] = info["iter"]
             raise _Reached
 
@@ -341,7 +341,7 @@ def one_dataset_a(name, X, y, qid, args):
     t0 = time.perf_counter()
     w_np, h_np = nv.run(T)
     t_np = time.perf_counter() - t0
-    G_np = -nv.D(w_np)
+    G_np = nv.P(w_np)
     rel = abs(G_np - G_fr) / abs(G_fr)
     same_w = np.allclose(R * w_np, model.coef_, rtol=1e-9, atol=1e-12)
     print(f"    NumPy step-by-step (explicit K {K.shape[0]:,} x {K.shape[1]}, "
@@ -357,12 +357,13 @@ def one_dataset_a(name, X, y, qid, args):
         t0 = time.perf_counter()
         _, h_bk = nv.run(k, step=nv.book_step)
         t_bk = time.perf_counter() - t0
-        mu_ok = np.allclose(h_bk["mu"], h_np["mu"][:k], rtol=1e-9, atol=1e-15)
+        steps_ok = np.allclose(h_bk["step"], h_np["step"][:k], rtol=1e-9,
+                               atol=1e-15)
         t_k, _ = best_of(lambda: quiet(fenchelrank, loss, R, tol=0.0,
                                        max_iter=k), args.repeat)
         print(f"    book's verbatim exact_step_naive (interval scan, O(p^2)),"
               f" first {k} iteration(s): {t_bk:.1f} s = {t_bk / k:.1f} s/iteration;"
-              f" same steps as the sorted version: {mu_ok}")
+              f" same steps as the sorted version: {steps_ok}")
         print(f"      ratio book NumPy / numba over those {k} iteration(s) = "
               f"{t_bk / t_k:,.0f}x")
     del K
@@ -710,7 +711,7 @@ def part_d(args):
         else:
             t_cvx, w_cvx, status = solve_cvxpy_r(K, r)
             G_cvx = r * r * loss.value_at(project_l1_ball(w_cvx))
-        G_fast = -res.history["D"][-1]
+        G_fast = res.history["obj"][-1]
         gap_fast = res.history["gap"][-1]
         # G* >= G_fast - gap_fast (Theorem 2), and G_cvx >= G*
         ok = res.converged and (math.isnan(G_cvx)

@@ -4,9 +4,9 @@ and compare two code paths (tree or all-active against explicit pairs).
 Two paths compute the same quantities in different summation orders, so two
 candidate vertices can tie to within rounding and the runs may then part, and
 a gap can cross the tolerance one iteration apart.  What holds on every
-machine: the same greedy choices, iterates, gaps and dual values while both
-runs go on (and, with ``until_gap``, while the reference gap is above it),
-and final dual values within the certified gaps of each other.  Iteration
+machine: the same greedy choices, iterates, gaps and objective values while
+both runs go on (and, with ``until_gap``, while the reference gap is above it),
+and final objective values within the certified gaps of each other.  Iteration
 counts and step counts are not compared across paths.
 """
 
@@ -43,10 +43,10 @@ def assert_same_run(other, reference, atol=1e-12, until_gap=None):
     np.testing.assert_array_equal(ho["j"][:n], hr["j"][:n])        # greedy choices
     np.testing.assert_allclose(wo[:n], wr[:n], rtol=0, atol=atol)  # every iterate
     np.testing.assert_allclose(ho["gap"][:n], hr["gap"][:n], rtol=0, atol=atol)
-    np.testing.assert_allclose(ho["D"][:n], hr["D"][:n], rtol=0, atol=atol)
-    # both ends certified: the dual values within the larger final gap
+    np.testing.assert_allclose(ho["obj"][:n], hr["obj"][:n], rtol=0, atol=atol)
+    # both ends certified: the objective values within the larger final gap
     bound = max(ho["gap"][-1], hr["gap"][-1]) + atol
-    assert abs(ho["D"][-1] - hr["D"][-1]) <= bound
+    assert abs(ho["obj"][-1] - hr["obj"][-1]) <= bound
 
 
 def letor_fold1_train(dataset="MQ2008"):

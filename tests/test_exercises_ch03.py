@@ -218,7 +218,7 @@ def test_gap_reference_is_the_solvers_gap():
     G, g = _gap_parts(K, res.w, r)
     gap = float(np.max(np.abs(g)) - g @ res.w)
     assert np.isclose(gap, res.history["gap"][-1], rtol=1e-10)
-    assert np.isclose(-G, res.history["D"][-1], rtol=1e-10)
+    assert np.isclose(G, res.history["obj"][-1], rtol=1e-10)
     assert np.isclose(_gap(K, res.w, r), gap, rtol=1e-10)
 
 

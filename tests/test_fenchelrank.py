@@ -72,11 +72,12 @@ def G_explicit(K, r, w):
     return r * r / K.shape[0] * float(res @ res)
 
 
-def P_explicit(K, r, w):
-    """Eq. 11 at d = grad f*(-K w) (eq. 12), from the explicit pair matrix."""
+def D_explicit(K, r, w):
+    """The dual objective D(alpha) of book eq. (3.5) at the dual point alpha
+    of eq. (3.6) (the paper's eq. 12), from the explicit pair matrix."""
     p = K.shape[0]
-    d = 2.0 * r * r / p * np.maximum(0.0, 1.0 / r - K @ w)
-    return p / (4 * r * r) * float(d @ d) - d.sum() / r + np.abs(d @ K).max()
+    a = 2.0 * r * r / p * np.maximum(0.0, 1.0 / r - K @ w)
+    return -p / (4 * r * r) * float(a @ a) + a.sum() / r - np.abs(a @ K).max()
 
 
 def cvxpy_fenchel(K, r):
@@ -164,24 +165,25 @@ def test_certificates(seed, r, step):
                   step=step)
     h = res.as_arrays()
     G = np.array([G_explicit(K, r, w) for w in ws])
-    assert len(G) == len(h["D"]) == res.n_iter + 1
-    np.testing.assert_allclose(-h["D"], G, rtol=1e-12, atol=1e-14)
+    assert len(G) == len(h["obj"]) == res.n_iter + 1
+    np.testing.assert_allclose(h["obj"], G, rtol=1e-12, atol=1e-14)
     assert np.all(np.abs(ws).sum(axis=1) <= 1 + 1e-12)
-    # eq. 11 evaluated directly equals D + gap (eqs. 14-16)
-    P = np.array([P_explicit(K, r, w) for w in ws])
-    np.testing.assert_allclose(P, h["P"], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(h["P"], h["D"] + h["gap"], rtol=0, atol=1e-14)
+    # D(alpha_t) of eq. (3.5) evaluated directly equals obj - gap (eq. (3.7))
+    D = np.array([D_explicit(K, r, w) for w in ws])
+    np.testing.assert_allclose(D, h["dual"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(h["dual"], h["obj"] - h["gap"], rtol=0,
+                               atol=1e-14)
     # Theorem 2: the gap bounds the suboptimality at every iterate
     assert np.all(h["gap"] >= G - G_ub - 1e-12)
-    # D never decreases (every rule maximises a lower bound of the increase)
-    assert np.all(np.diff(h["D"]) >= -1e-12)
+    # G never increases (every rule maximises a lower bound of the decrease)
+    assert np.all(np.diff(h["obj"]) <= 1e-12)
     # Theorem 1: eps_t <= 16 r^2 / (t + 1), t = k + 1 (features in [0, 1],
     # r^2 >= 0.125); G* >= G_ub - 1e-9 up to CLARABEL's accuracy
     assert X.min() >= 0 and X.max() <= 1
     k = np.arange(len(G))
     assert np.all(G - (G_ub - 1e-9) <= 16 * r * r / (k + 2))
-    assert h["D"][0] == -1.0 and np.isnan(h["mu"][0]) and h["j"][0] == -1
-    assert np.all((h["mu"][1:] >= 0) & (h["mu"][1:] <= 1))
+    assert h["obj"][0] == 1.0 and np.isnan(h["step"][0]) and h["j"][0] == -1
+    assert np.all((h["step"][1:] >= 0) & (h["step"][1:] <= 1))
 
 
 @pytest.mark.parametrize("step, seed, r", [("closed_form", 1, 4.0),
@@ -195,8 +197,8 @@ def test_other_steps_converge_and_are_slower(step, seed, r):
     other = fenchelrank(loss, r, tol=1e-4, max_iter=20_000, step=step)
     assert other.converged and exact.converged
     assert other.n_iter >= exact.n_iter
-    assert np.all(np.diff(other.as_arrays()["D"]) >= -1e-12)
-    assert abs(other.history["D"][-1] - exact.history["D"][-1]) <= 2e-4
+    assert np.all(np.diff(other.as_arrays()["obj"]) <= 1e-12)
+    assert abs(other.history["obj"][-1] - exact.history["obj"][-1]) <= 2e-4
 
 
 def test_gap_formula_equals_frank_wolfe_gap():
@@ -337,10 +339,11 @@ def test_backends_and_linesearches_give_the_same_iterates(seed, r):
     assert np.all(ref["ls_eval"][1:] == 1)
     for key, res in runs.items():
         h = res.as_arrays()
-        assert len(h["mu"]) == len(ref["mu"]), key
+        assert len(h["step"]) == len(ref["step"]), key
         np.testing.assert_array_equal(h["j"], ref["j"])
-        np.testing.assert_allclose(h["mu"][1:], ref["mu"][1:], rtol=0, atol=1e-9)
-        np.testing.assert_allclose(h["D"], ref["D"], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(h["step"][1:], ref["step"][1:], rtol=0,
+                                   atol=1e-9)
+        np.testing.assert_allclose(h["obj"], ref["obj"], rtol=0, atol=1e-12)
         np.testing.assert_allclose(res.w, runs["pairs", "pairs"].w, atol=1e-9)
     assert np.all(runs["tree", "auto"].as_arrays()["ls_eval"][1:] >= 1)
 
@@ -353,7 +356,8 @@ def test_closed_form_with_tree_matches_explicit_pairs():
     b = run(fenchel_loss(X, y, qid, r, "tree"), r, tol=1e-6, max_iter=300,
             step="closed_form")[0].as_arrays()
     np.testing.assert_array_equal(a["j"], b["j"])
-    np.testing.assert_allclose(a["mu"][1:], b["mu"][1:], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a["step"][1:], b["step"][1:], rtol=1e-9,
+                               atol=1e-12)
     # ||K b||^2 of the tree operator against the explicit matrix
     K = pair_difference_matrix(X, y, qid)
     norm2 = fenchel_loss(X, y, qid, r, "tree").pair_norm2_operator()
@@ -467,7 +471,8 @@ def test_estimator_matches_solver_and_conventions():
     # objective_ is eq. 3's mean squared hinge at coef_ (margin 1)
     hinge = PairwiseSquaredHinge(X, y, qid, margin=1.0, normalize=True)
     assert m.objective_ == pytest.approx(hinge.fun(m.coef_), rel=1e-12)
-    assert set(m.history_) >= {"D", "P", "gap", "mu", "j", "nnz", "time"}
+    assert set(m.history_) >= {"obj", "dual", "gap", "step", "j", "nnz",
+                               "time"}
     assert 0 <= m.score(X, y, qid) <= 1
     t = FenchelRank(r=r, tol=1e-6, max_iter=5000, backend="tree").fit(X, y, qid)
     assert t.backend_ == "tree"
@@ -559,7 +564,7 @@ def test_projected_subgradient_decreases_and_certifies():
     assert np.all(np.diff(h["best_obj"]) <= 0)
     # G(0) = 1 and G* = 0.90 here: the best value closes 99 % of the distance
     assert h["best_obj"][-1] - G_ub <= 0.01 * (h["obj"][0] - G_ub)
-    np.testing.assert_array_equal(h["D"], -h["obj"])
+    np.testing.assert_array_equal(h["dual"], h["obj"] - h["gap"])
     assert G_explicit(K, r, res.w) == pytest.approx(h["best_obj"][-1], rel=1e-12)
     assert np.abs(res.w).sum() <= 1 + 1e-12
     assert np.all(h["gap"] >= h["obj"] - G_ub - 1e-12)      # same certificate

@@ -676,14 +676,17 @@ def test_blocks_and_pairs_give_the_same_iterates(seed, r, tol, max_iter):
     hb, hp = blocks.as_arrays(), pairs.as_arrays()
     assert blocks.n_iter == pairs.n_iter and blocks.converged == pairs.converged
     np.testing.assert_array_equal(hb["j"], hp["j"])
-    np.testing.assert_allclose(hb["mu"][1:], hp["mu"][1:], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(hb["D"], hp["D"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hb["step"][1:], hp["step"][1:], rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(hb["obj"], hp["obj"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hb["dual"], hp["dual"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(hb["gap"], hp["gap"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(blocks.w, pairs.w, rtol=0, atol=1e-10)
     assert np.abs(blocks.w).sum() <= 1 + 1e-12
     # the reported objective is eq. 4 at the returned w
     K = pair_difference_matrix(X, y, qid)
-    assert -hb["D"][-1] == pytest.approx(G_explicit(K, r, blocks.w), rel=1e-12)
+    assert hb["obj"][-1] == pytest.approx(G_explicit(K, r, blocks.w),
+                                          rel=1e-12)
     if blocks.converged:
         assert hb["gap"][-1] <= tol
     else:
@@ -701,7 +704,7 @@ def test_blocks_solution_is_certified_against_cvxpy(seed, r):
     assert res.converged and res.details["line_search"] == "blocks"
     gap = res.history["gap"][-1]
     assert gap <= tol
-    G = -res.history["D"][-1]
+    G = res.history["obj"][-1]
     assert G == pytest.approx(G_explicit(K, r, res.w), rel=1e-12)
     # Theorem 2: G - G* <= gap, and G* <= G_star; the other way, CLARABEL's
     # accuracy

@@ -86,7 +86,7 @@ def test_fenchelrank_history_grows_past_its_first_array(monkeypatch):
         model = FenchelRank(**kw).fit(X, y, qid)
     assert model.n_iter_ > 8               # grown at least twice
     np.testing.assert_array_equal(model.coef_, ref.coef_)
-    for key in ("D", "gap", "mu", "j", "nnz"):
+    for key in ("obj", "dual", "gap", "step", "j", "nnz"):
         np.testing.assert_array_equal(model.history_[key], ref.history_[key])
     assert len(model.history_["gap"]) == model.n_iter_ + 1
 

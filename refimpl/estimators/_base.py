@@ -30,6 +30,7 @@ from .._compat.sklearn_params import (
 from .._validation import validate_X
 from ..exceptions import (DataError, DivergenceError, EmptyModelWarning,
                           NonFiniteError, ParameterError)
+from ..losses._hinge_hessian import TREE_BLOCK_ROWS
 from ..losses._protocol import _max_abs
 from ..losses.squared_hinge import memory_terms as _hinge_memory_terms
 from ..metrics import mean_ndcg
@@ -138,20 +139,18 @@ def prox_newton_memory(*, n_docs, n_pairs, n_features, max_query, backend):
     """Bytes proximal Newton (:func:`refimpl.solvers.prox_newton`) allocates
     beyond its loss, on a dense ``X``, by term.
 
-    The generalised Hessian is built once per step.  With explicit pairs
-    (``_pair_hessian``): the active mask ``margin - (z[pi] - z[pj]) > 0``
-    gathers ``z[pi]`` and ``z[pj]`` and subtracts them (24 bytes a pair
+    The generalised Hessian is built once per step
+    (``losses._hinge_hessian``).  With explicit pairs (``PairHessian``):
+    the active mask ``margin - (z[pi] - z[pj]) > 0`` gathers ``z[pi]`` and ``z[pj]`` and subtracts them (24 bytes a pair
     live at once when NumPy does not reuse a temporary), and keeps the mask
     of the previous step beside the new one (2 bytes); ``LX`` is a matrix of
     the shape of ``X`` (``active_laplacian_matmul`` writes into it).  On
-    the tree (``_tree_hessian``): blocks of up to ``TREE_BLOCK_ROWS`` rows
+    the tree (``TreeHessian``): blocks of up to ``TREE_BLOCK_ROWS`` rows
     (one query when it is longer), ``Xb`` and ``out``, the kernel's
     ``cum`` (``2 l_q + 1`` rows, ``kernels.laplacian_tree``) and contiguous
     scores and labels.  Either way a few ``d x d`` matrices: ``H``, its
     copy with the damping, the one kept for the next step and ``H + H.T``.
     """
-    from ..solvers.prox_newton import TREE_BLOCK_ROWS
-
     d8 = n_features * 8
     hessians = 4 * n_features * d8
     if backend == "tree":

@@ -42,15 +42,16 @@ class FenchelRank(_LinearRanker):
 
     .. math::
 
-        \\min_{\\|w'\\|_1 \\le r} \\frac1p \\sum_{(i, j) \\in P}
+        \\min_{\\|w'\\|_1 \\le r} \\frac1p \\sum_{(i, j) \\in \\mathcal P}
             \\max(0, 1 - w'^T (x_i - x_j))^2 ,
 
     through its rescaling ``w = w'/r`` (eq. 4) by Algorithm 1: greedy
-    coordinate choice from ``g_t = K^T d_t`` (eq. 12), the update of eq. 18
-    with the step of eqs. 19-21, and the stopping rule (eq. 17) that the
-    duality gap ``P(d_t) - D(w_t) = ||g_t||_inf - g_t^T w_t`` is at most
-    ``tol``.  ``coef_ = r w`` is on the scale of eq. 3, so
-    ``||coef_||_1 <= r``.  See :func:`refimpl.solvers.fenchelrank`.
+    coordinate choice from ``K^T alpha_t`` (the dual point ``alpha_t`` of
+    the book's eq. (3.6), the paper's ``d_t`` of its eq. 12), the update of
+    eq. 18 with the step of eqs. 19-21, and the stopping rule (eq. 17) that
+    the duality gap ``P(w_t) - D(alpha_t) = ||K^T alpha_t||_inf -
+    (K^T alpha_t)^T w_t`` (the book's eq. (3.7)) is at most ``tol``.
+    ``coef_ = r w`` is on the scale of eq. 3, so ``||coef_||_1 <= r``.  See :func:`refimpl.solvers.fenchelrank`.
 
     Parameters
     ----------
@@ -60,7 +61,8 @@ class FenchelRank(_LinearRanker):
         Gap tolerance ``epsilon`` of eq. 17 (> 0); relative, since
         ``G(0) = 1``.
     max_iter : int, default 1000
-        Maximum number of updates ``T``; each adds at most one feature.
+        Maximum number of updates (Algorithm 1's budget ``t_max``); each
+        adds at most one feature.
     step : {"exact", "closed_form", "theory"}, default "exact"
         Step-size rule (eqs. 19-21, the corrected rule after eq. 21, or the
         step of the proof of Theorem 1).
@@ -89,14 +91,20 @@ class FenchelRank(_LinearRanker):
     n_iter_ : int
         Updates performed.
     history_ : dict of ndarray
-        Per iterate: dual objective ``D``, primal ``P``, ``gap``, step
-        ``mu``, feature ``j``, ``nnz``, ``ls_eval``, ``time``.
+        Per iterate, in chapter 3's notation: ``obj`` (the primal
+        objective ``P(w_t) = G(w_t)``, eq. (3.5)), ``dual`` (the dual
+        objective ``D(alpha_t)``, eqs. (3.5)-(3.6)), ``gap`` (the duality
+        gap ``P(w_t) - D(alpha_t)``, eq. (3.7)), ``step`` (``tau_t``,
+        eq. (3.8)), feature ``j``, ``nnz``, ``ls_eval``, ``time``; see
+        :func:`refimpl.solvers.fenchelrank`.
     converged_ : bool
         Whether eq. 17 holds at the returned iterate.
     dual_gap_ : float
-        Final gap ``P(d_T) - D(w_T)``, an upper bound on ``G(w_T) - G^*``.
+        Final duality gap ``P(w_t) - D(alpha_t)`` (eq. (3.7)), an upper
+        bound on ``G(w_t) - G^*`` (Theorem 2 of the paper).
     objective_ : float
-        ``G(w_T)``, i.e. the mean squared hinge of eq. 3 at ``coef_``.
+        ``G(w_t)`` at the returned iterate, i.e. the mean squared hinge of
+        eq. 3 at ``coef_``.
     backend_ : str
         The backend actually used.
 
@@ -245,7 +253,7 @@ class FenchelRank(_LinearRanker):
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
         self.dual_gap_ = float(result.history["gap"][-1])
-        self.objective_ = -float(result.history["D"][-1])
+        self.objective_ = float(result.history["obj"][-1])
         self.backend_ = loss.backend
         if not np.any(coef):
             gap0 = float(self.history_["gap"][0])

@@ -412,7 +412,7 @@ def runner_results(dataset="MQ2008", *, check=(), fold=1, tol=5e-3,
     its test ``metrics`` with the committed row.  The default ``tol`` is
     there because the solvers stop early (TRON at
     ``||grad f(w)|| <= eps ||grad f(0)||``, FISTA at a gradient-mapping
-    tolerance, FenchelRank after T = 1000 iterations): the stopping point
+    tolerance, FenchelRank after 1000 iterations): the stopping point
     moves inside the ball the rule allows with the summation order of the
     BLAS kernel, and test metrics, step functions of the scores, follow it
     (chapter 7 measures 8e-4 in mean NDCG between three OpenBLAS kernels;

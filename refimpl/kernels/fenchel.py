@@ -568,10 +568,11 @@ RUN_J, RUN_J_LAST, RUN_ITER, RUN_SINCE_REFRESH, RUN_LS, RUN_RECORDS, \
     RUN_STATUS = range(7)
 
 #: Entries of its float state.
-RUN_VALUE, RUN_GAP, RUN_S, RUN_MU, RUN_S_CC = range(5)
+RUN_VALUE, RUN_GAP, RUN_S, RUN_TAU, RUN_S_CC = range(5)
 
-#: Columns of its history: the keys of the solver's history, in order.
-RUN_HISTORY = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
+#: Columns of its history: the keys of the solver's history, in order
+#: (:func:`refimpl.solvers.fenchelrank` describes them).
+RUN_HISTORY = ("obj", "dual", "gap", "step", "j", "nnz", "ls_eval", "time")
 
 
 # cached like the kernels that call it: uncached, every process compiles it
@@ -601,11 +602,11 @@ def block_evaluate(X, w, z, dz, graw, g, heads, start, stop, margin, scale,
 def block_record(hist, istate, fstate, w, scale, r2, t0):
     """Append the current iterate to the history (the solver's keys)."""
     k = istate[RUN_RECORDS]
-    D = -r2 * (scale * fstate[RUN_VALUE])
-    hist[0, k] = D
-    hist[1, k] = D + fstate[RUN_GAP]
+    obj = r2 * (scale * fstate[RUN_VALUE])          # P(w_t), eq. (3.5)
+    hist[0, k] = obj
+    hist[1, k] = obj - fstate[RUN_GAP]              # D(alpha_t) = P - gap
     hist[2, k] = fstate[RUN_GAP]
-    hist[3, k] = fstate[RUN_MU]
+    hist[3, k] = fstate[RUN_TAU]
     hist[4, k] = istate[RUN_J_LAST]
     hist[5, k] = np.count_nonzero(w)
     hist[6, k] = istate[RUN_LS]
@@ -652,12 +653,12 @@ def block_run(X, XF, w, z, u, dz, graw, g, heads, start, stop, margin, scale,
             row_dots(X, w, z)
             istate[RUN_SINCE_REFRESH] = 0
         j = istate[RUN_J]
-        mu_last = fstate[RUN_MU]
+        mu_last = fstate[RUN_TAU]
         tau = growth * mu_last if mu_last > 0.0 else 1.0
         mu, n_ls, s_cc, value, jn, sn, gap = block_iteration(
             X, XF[:, j], fstate[RUN_S], j, w, z, u, dz, graw, g, heads, start,
             stop, margin, scale, r2, tau, bp, found_a, found_c, n_pairs)
-        fstate[RUN_MU] = mu
+        fstate[RUN_TAU] = mu
         fstate[RUN_S_CC] = s_cc
         if not (np.isfinite(mu) and np.isfinite(s_cc)):
             istate[RUN_STATUS] = RUN_BAD_STEP

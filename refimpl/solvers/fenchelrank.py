@@ -7,19 +7,21 @@ problem (their eq. 4) is
 .. math::
 
     \min_{\|w\|_1 \le 1} G(w), \qquad
-    G(w) = \frac{r^2}{p} \sum_{(i, j) \in P}
+    G(w) = \frac{r^2}{p} \sum_{(i, j) \in \mathcal P}
            \max\bigl(0, \tfrac1r - w^T (x_i - x_j)\bigr)^2 ,
 
 the rescaling ``w = w' / r`` of the l1-ball problem (3) with radius ``r``.
-With the loss object ``L = PairwiseSquaredHinge(X, y, qid, margin=1/r,
-normalize=True)`` (the mean over ``P``) this is ``G = r^2 L``, so the solver
-needs nothing but ``L.fun``, ``L.grad`` and ``L.hess_vec``.
+With the loss object ``ell = PairwiseSquaredHinge(X, y, qid, margin=1/r,
+normalize=True)`` (the mean over the pair set) this is ``G = r^2 ell``, so the
+solver needs nothing but ``ell.fun``, ``ell.grad`` and ``ell.hess_vec``.
+``G`` is the book's primal objective ``P`` on the unit ball (chapter 3,
+eqs. (3.4)-(3.5)).
 
 The paper's pair set lists every unordered pair of differently-labelled
 documents with a sign ``y_kij`` (section 3), i.e. both ``(i, j)`` and
 ``(j, i)`` give the same row ``y_kij (x_i - x_j)``; each row then appears
 twice and ``p`` doubles, so the per-pair mean -- and everything below -- is
-the same as over our ``P = {(i, j) : y_i > y_j}``.
+the same as over the book's pair set ``{(i, j) : q_i = q_j, y_i > y_j}``.
 
 Derived in: book/03_fenchelrank_duality.md#fenchelrank
 """
@@ -55,7 +57,7 @@ VARIANTS = ("paper", "pairwise", "away", "face_newton")
 #: fast variants otherwise update in place (bounds the drift of rounding).
 REFRESH_EVERY = 256
 
-_HISTORY_KEYS = ("D", "P", "gap", "mu", "j", "nnz", "ls_eval", "time")
+_HISTORY_KEYS = ("obj", "dual", "gap", "step", "j", "nnz", "ls_eval", "time")
 
 #: FenchelRank's ``backend="auto"``: the work of one update, counted per
 #: backend.  On the label blocks (``line_search="blocks"``, explicit pairs)
@@ -109,9 +111,8 @@ def _record(history, callback, w, n_iter, values):
     for key, value in zip(_HISTORY_KEYS, values):
         history[key].append(value)
     if callback is not None and n_iter > 0:
-        D, P, gap, mu, j = values[:5]
-        callback(w.copy(), {"iter": n_iter, "D": D, "P": P, "gap": gap,
-                            "mu": mu, "j": j})
+        callback(w.copy(), {"iter": n_iter,
+                            **dict(zip(_HISTORY_KEYS[:5], values[:5]))})
 
 
 def sort_work(query_sizes):
@@ -147,7 +148,7 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
                       max_eval=100):
     r"""Minimise a convex piecewise quadratic ``phi`` on [0, 1] by safeguarded Newton.
 
-    ``phi`` is known only through ``dphi(mu) -> phi'(mu)`` and
+    ``phi`` is known only through ``dphi(tau) -> phi'(tau)`` and
     ``d2phi() -> phi''`` at the point of the last ``dphi`` call (the
     generalised second derivative: the slope of the piecewise-linear
     ``phi'`` on the piece containing that point) -- the ``fun``/``grad``
@@ -158,16 +159,16 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
     afterwards.  Inside the piece holding the root a Newton step is exact,
     so the method ends after finitely many steps.
 
-    Stopping rule, at an evaluated point ``mu``:
-    ``|phi'(mu)| <= rtol |phi'(0)|``, or Newton correction
-    ``|phi'(mu)| / phi''(mu) <= xtol`` (then the corrected point is
-    returned), or bracket width ``hi - lo <= xtol``; ``mu = 1`` is returned
+    Stopping rule, at an evaluated point ``tau``:
+    ``|phi'(tau)| <= rtol |phi'(0)|``, or Newton correction
+    ``|phi'(tau)| / phi''(tau) <= xtol`` (then the corrected point is
+    returned), or bracket width ``hi - lo <= xtol``; ``tau = 1`` is returned
     as soon as ``phi'(1) <= 0``.
 
     Parameters
     ----------
     dphi : callable
-        ``dphi(mu) -> phi'(mu)``.
+        ``dphi(tau) -> phi'(tau)``.
     d2phi : callable
         ``d2phi() -> phi''`` at the last point passed to ``dphi``.
     dphi0, d2phi0 : float
@@ -179,7 +180,7 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
 
     Returns
     -------
-    mu : float
+    tau : float
         A minimiser of ``phi`` on [0, 1] (0 when ``phi'(0) >= 0``).
     n_eval : int
         Number of calls of ``dphi``.
@@ -190,10 +191,10 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
         return 0.0, 0
     scale = -dphi0
     lo, hi, hi_known = 0.0, 1.0, False
-    mu, d, h = 0.0, float(dphi0), float(d2phi0)
+    tau, d, h = 0.0, float(dphi0), float(d2phi0)
     n_eval = 0
     while n_eval < max_eval:
-        cand = mu - d / h if h > 0 else math.inf
+        cand = tau - d / h if h > 0 else math.inf
         if not lo < cand < hi:
             cand = 0.5 * (lo + hi) if hi_known else hi
         dc = float(dphi(cand))
@@ -211,7 +212,7 @@ def newton_linesearch(dphi, d2phi, dphi0, d2phi0, *, rtol=1e-12, xtol=1e-14,
             return min(max(cand - dc / hc, lo), hi), n_eval
         if hi_known and hi - lo <= xtol:
             return 0.5 * (lo + hi), n_eval
-        mu, d, h = cand, dc, hc
+        tau, d, h = cand, dc, hc
     return 0.5 * (lo + hi), n_eval
 
 
@@ -271,7 +272,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     tol : float, default=1e-3
         The ``epsilon`` of eq. 17.
     max_iter : int, default=1000
-        The ``T`` of Algorithm 1: maximum number of updates.
+        The budget ``t_max`` of Algorithm 1: maximum number of updates.
     step : {"exact", "closed_form", "theory"}, default="exact"
         ``"exact"``: ``tau_t = argmin_{0 <= tau <= 1} G(w_t + tau b_t)``
         (eqs. 19-21, the paper's maximum of its dual ``-G``);
@@ -295,8 +296,8 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         when it holds explicit pairs, else ``"newton"``.
     callback : callable, optional
         ``callback(w, info)`` after every update, ``w`` a copy of the new
-        iterate, ``info`` a dict with ``iter``, ``D``, ``P``, ``gap``,
-        ``mu`` (the step ``tau_t``), ``j``.
+        iterate, ``info`` a dict with ``iter`` and the history keys
+        ``obj``, ``dual``, ``gap``, ``step``, ``j`` of that iterate.
     variant : {"paper", "pairwise", "away", "face_newton"}, default="paper"
         ``"paper"``: Algorithm 1 as printed (the Frank-Wolfe step towards
         ``s e_j``).  ``"pairwise"``: the pairwise Frank-Wolfe step, which
@@ -312,11 +313,15 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     -------
     SolverResult
         ``w`` in the unit l1 ball.  ``history`` has entry 0 for ``w_1 = 0``
-        and entry ``k`` for the iterate after ``k`` updates: ``"D"``
-        (``-G``, the paper's dual objective: minus the book's ``P``),
-        ``"P"`` (``D + gap``, the paper's primal of eq. 11: minus the book's
-        ``D``), ``"gap"`` (eq. 16), ``"mu"`` and ``"j"`` (step ``tau_t``
-        and feature of the update that produced the iterate; ``nan`` and
+        and entry ``k`` for the iterate after ``k`` updates, in the book's
+        notation (chapter 3): ``"obj"`` (the primal objective
+        ``P(w_t) = G(w_t)``, eqs. (3.4)-(3.5)), ``"dual"`` (the dual
+        objective ``D(alpha_t)`` of eq. (3.5) at the dual point
+        ``alpha_t`` of eq. (3.6), ``obj - gap``), ``"gap"`` (the duality
+        gap ``P(w_t) - D(alpha_t) >= 0`` of eq. (3.7), the paper's eq. 16),
+        ``"step"`` and ``"j"`` (the step ``tau_t`` of eq. (3.8) -- for the
+        other variants the step length along their direction -- and the
+        feature of the update that produced the iterate; ``nan`` and
         ``-1`` at entry 0), ``"nnz"`` (non-zero weights), ``"ls_eval"`` (line-search evaluations of that update) and
         ``"time"``.
 
@@ -553,7 +558,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
 
     w = np.zeros(n)
     history = {key: [] for key in _HISTORY_KEYS}
-    mu_last, j_last, n_ls = math.nan, -1, 0
+    tau_last, j_last, n_ls = math.nan, -1, 0
     n_iter = 0
     converged = False
     last = None   # (w, L(w), grad L(w)) of the last Newton trial point
@@ -568,14 +573,15 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         last = None
         check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
-        g = -r2 * gL                                   # g_t = K^T d_t
+        g = -r2 * gL                       # K^T alpha_t, eqs. (3.6), (3.7)
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
+        gap = abs(g[j]) - float(g @ w)     # eq. (3.7), the paper's eq. 16
         # a NaN gap fails `gap <= tol` and would run to max_iter; an
         # infinite one can never certify anything
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
-        D = -r2 * Lw
-        values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
+        obj = r2 * Lw                                  # P(w_t), eq. (3.5)
+        values = (obj, obj - gap, gap, tau_last, j_last,
+                  int(np.count_nonzero(w)),
                   n_ls, time.perf_counter() - start)
         _record(history, callback, w, n_iter, values)
         if gap <= tol or n_iter >= max_iter:
@@ -587,11 +593,11 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         b[j] += s                                      # b_t = s e_j - w_t
         n_ls = 0
         if step == "theory":
-            mu = min(1.0, gap / (8.0 * r2))
+            tau = min(1.0, gap / (8.0 * r2))
         elif step == "closed_form":
             kb2 = check_finite(float(kb_norm2(b)), "FenchelRank",
                                "||K b||^2 of the closed-form step", loss)
-            mu = 1.0 if kb2 <= 0 else min(1.0, max(0.0, gap * p / (2.0 * r2 * kb2)))
+            tau = 1.0 if kb2 <= 0 else min(1.0, max(0.0, gap * p / (2.0 * r2 * kb2)))
         elif line_search == "pairs":
             _k.pair_residuals(loss.scores(w), loss.scores(b), pi, pj, margin,
                               a_buf, kb_buf)
@@ -599,10 +605,10 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
             # step of 0 and a run that stalls at max_iter): check it here
             check_finite(float(kb_buf @ kb_buf), "FenchelRank",
                          "the line-search curvature ||K b||^2", loss)
-            mu = float(_k.linesearch_pairs(a_buf, kb_buf))
+            tau = float(_k.linesearch_pairs(a_buf, kb_buf))
             n_ls = 1
         else:
-            # psi(mu) = L(w + mu b) = phi(mu) / p; state of fun(w) is current
+            # psi(tau) = L(w + tau b) = phi(tau) / p; state of fun(w) is current
             trial = {}
 
             def dpsi(m, w=w, b=b, trial=trial):
@@ -611,22 +617,22 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
                 grad = np.asarray(loss.grad(wt), dtype=np.float64)
                 trial.update(m=m, w=wt, value=value, grad=grad)
                 return check_finite(float(grad @ b), "FenchelRank",
-                                    "the line-search slope psi'(mu)", loss)
+                                    "the line-search slope psi'(tau)", loss)
 
             def d2psi(b=b):
                 return check_finite(float(b @ loss.hess_vec(b)), "FenchelRank",
-                                    "the line-search curvature psi''(mu)", loss)
+                                    "the line-search curvature psi''(tau)", loss)
 
-            mu, n_ls = newton_linesearch(dpsi, d2psi, -gap / r2, d2psi())
-            if trial and trial["m"] == mu:
+            tau, n_ls = newton_linesearch(dpsi, d2psi, -gap / r2, d2psi())
+            if trial and trial["m"] == tau:
                 last = (trial["w"], trial["value"], trial["grad"])
-        check_finite(mu, "FenchelRank", "the step mu", loss)
+        check_finite(tau, "FenchelRank", "the step tau", loss)
         if last is not None:
-            w = last[0]                                # w_t + mu_t b_t
+            w = last[0]                                # w_t + tau_t b_t
         else:
-            w = (1.0 - mu) * w
-            w[j] += mu * s                            # paper's eq. 18
-        mu_last, j_last = mu, j
+            w = (1.0 - tau) * w
+            w[j] += tau * s                           # paper's eq. 18
+        tau_last, j_last = tau, j
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message)
@@ -644,7 +650,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
 
     The iterates of :func:`fenchelrank`'s ``"pairs"`` path, computed
     without its three products with ``X`` per update: the scores
-    ``z = X w`` are carried along the steps (``z + mu (s x_j - z)``, the
+    ``z = X w`` are carried along the steps (``z + tau (s x_j - z)``, the
     image of eq. 18, recomputed every :data:`REFRESH_EVERY` updates and
     before the solver stops, so the certificate of eq. 17 is taken at
     fresh scores), the pairs are enumerated per query from the label
@@ -675,7 +681,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     fstate = np.zeros(5)
     value, j, s, gap = blocks.evaluate(w, z, dz, graw, g, r2)
     istate[[_k.RUN_J, _k.RUN_J_LAST]] = (j, -1)
-    fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_MU]] = (value, gap, s,
+    fstate[[_k.RUN_VALUE, _k.RUN_GAP, _k.RUN_S, _k.RUN_TAU]] = (value, gap, s,
                                                                math.nan)
     _check_block_state(fstate, scale, g, loss)
     _k.block_record(hist, istate, fstate, w, scale, r2, start_time)
@@ -693,14 +699,15 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
             # 0 and a run that stalls at max_iter): check it here
             check_finite(fstate[_k.RUN_S_CC], "FenchelRank",
                          "the line-search curvature ||K b||^2", loss)
-            check_finite(fstate[_k.RUN_MU], "FenchelRank", "the step mu", loss)
+            check_finite(fstate[_k.RUN_TAU], "FenchelRank", "the step tau", loss)
         if status == _k.RUN_BAD_STATE:
             _check_block_state(fstate, scale, g, loss)
         if callback is not None and istate[_k.RUN_ITER] > 0:
             k = istate[_k.RUN_RECORDS] - 1
             callback(_scatter(w, cols, n_all),
-                     {"iter": int(istate[_k.RUN_ITER]), "D": hist[0, k],
-                      "P": hist[1, k], "gap": hist[2, k], "mu": hist[3, k],
+                     {"iter": int(istate[_k.RUN_ITER]),
+                      **{key: hist[row, k] for row, key
+                         in enumerate(_k.RUN_HISTORY[:4])},
                       "j": int(cols[int(hist[4, k])])})
         if status != _k.RUN_PAUSED:
             break
@@ -858,15 +865,15 @@ def _score_line_search(space, z, u, dpsi0, image=None, loss=None):
 
     def dphi(t):
         return check_finite(line.slope(t), "FenchelRank",
-                            "the line-search slope psi'(mu)", loss)
+                            "the line-search slope psi'(tau)", loss)
 
     def d2phi():
         return check_finite(line.curvature(), "FenchelRank",
-                            "the line-search curvature psi''(mu)", loss)
+                            "the line-search curvature psi''(tau)", loss)
 
     dpsi0 = line.slope0(dpsi0)
     t, n_eval = newton_linesearch(dphi, d2phi, dpsi0, d2phi())
-    check_finite(t, "FenchelRank", "the step mu", loss)
+    check_finite(t, "FenchelRank", "the step tau", loss)
     z_new, extra = line.end(t, dphi)
     return t, z_new, n_eval + extra
 
@@ -900,7 +907,7 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
     w = np.zeros(n)
     z = np.zeros(space.n_docs) if space is not None else None
     history = {key: [] for key in _HISTORY_KEYS}
-    mu_last, j_last, n_ls = math.nan, -1, 0
+    tau_last, j_last, n_ls = math.nan, -1, 0
     n_iter = 0
     since_refresh = 0
     converged = False
@@ -917,9 +924,9 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
             gL = np.asarray(loss.grad(w), dtype=np.float64)
         check_finite(Lw, "FenchelRank", "the loss L(w)", loss)
         check_finite(gL, "FenchelRank", "the gradient of the loss", loss)
-        g = -r2 * gL                                   # g_t = K^T d_t
+        g = -r2 * gL                       # K^T alpha_t, eqs. (3.6), (3.7)
         j, s = _k.greedy_coordinate(g)
-        gap = abs(g[j]) - float(g @ w)                # paper's eq. 16
+        gap = abs(g[j]) - float(g @ w)     # eq. (3.7), the paper's eq. 16
         check_finite(gap, "FenchelRank", "the duality gap (eq. 16)", loss)
         if space is not None and not fresh and (gap <= tol or n_iter >= max_iter):
             # confirm the stop with the loss itself at w (fresh X w), so that
@@ -929,8 +936,9 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
             since_refresh = 0
             fresh = True
             continue
-        D = -r2 * Lw
-        values = (D, D + gap, gap, mu_last, j_last, int(np.count_nonzero(w)),
+        obj = r2 * Lw                                  # P(w_t), eq. (3.5)
+        values = (obj, obj - gap, gap, tau_last, j_last,
+                  int(np.count_nonzero(w)),
                   n_ls, time.perf_counter() - start)
         _record(history, callback, w, n_iter, values)
         if gap <= tol or n_iter >= max_iter:
@@ -1035,59 +1043,59 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
                 loss.fun(wt)
                 grad = np.asarray(loss.grad(wt), dtype=np.float64)
                 return check_finite(float(grad @ b), "FenchelRank",
-                                    "the line-search slope psi'(mu)", loss)
+                                    "the line-search slope psi'(tau)", loss)
 
             def d2psi(b=d):
                 return check_finite(float(b @ loss.hess_vec(b)), "FenchelRank",
-                                    "the line-search curvature psi''(mu)", loss)
+                                    "the line-search curvature psi''(tau)", loss)
 
             # the loss state is that of fun(w) from the top of the loop
             t, n_ls = newton_linesearch(dpsi, d2psi, -slope / r2, d2psi())
-        check_finite(t, "FenchelRank", "the step mu", loss)
+        check_finite(t, "FenchelRank", "the step tau", loss)
         newton_failed = kind == "newton" and t <= 0.0
         kinds.append(kind)
         full = t >= 1.0
 
         # update the weights; a full step drops the away vertex exactly
         if kind == "pairwise":
-            mu = t * alpha_v
+            tau = t * alpha_v
             if s > 0:
-                ap[j] += mu
+                ap[j] += tau
             else:
-                am[j] += mu
+                am[j] += tau
             if k < 0:
-                slack = 0.0 if full else slack - mu
+                slack = 0.0 if full else slack - tau
             elif sk > 0:
-                ap[k] = 0.0 if full else ap[k] - mu
+                ap[k] = 0.0 if full else ap[k] - tau
             else:
-                am[k] = 0.0 if full else am[k] - mu
+                am[k] = 0.0 if full else am[k] - tau
             if ap[j] > 0.0 and am[j] > 0.0:
                 cancel = min(ap[j], am[j])  # +e_j and -e_j: keep one
                 ap[j] -= cancel
                 am[j] -= cancel
                 slack += 2.0 * cancel
         elif kind == "fw":
-            mu = t
-            ap *= 1.0 - mu
-            am *= 1.0 - mu
-            slack *= 1.0 - mu
+            tau = t
+            ap *= 1.0 - tau
+            am *= 1.0 - tau
+            slack *= 1.0 - tau
             if s > 0:
-                ap[j] += mu
+                ap[j] += tau
             else:
-                am[j] += mu
+                am[j] += tau
         elif kind == "away":
-            mu = t * m
-            ap *= 1.0 + mu
-            am *= 1.0 + mu
-            slack *= 1.0 + mu
+            tau = t * m
+            ap *= 1.0 + tau
+            am *= 1.0 + tau
+            slack *= 1.0 + tau
             if k < 0:
-                slack = 0.0 if full else slack - mu
+                slack = 0.0 if full else slack - tau
             elif sk > 0:
-                ap[k] = 0.0 if full else ap[k] - mu
+                ap[k] = 0.0 if full else ap[k] - tau
             else:
-                am[k] = 0.0 if full else am[k] - mu
+                am[k] = 0.0 if full else am[k] - tau
         else:
-            mu = t
+            tau = t
             wn = w + t * d
             if full and hit >= 0:
                 wn[hit] = 0.0
@@ -1108,7 +1116,7 @@ def _active_set_fw(loss, r, tol, max_iter, line_search, callback, variant,
                 since_refresh = 0
             else:
                 z = z + t * u
-        mu_last, j_last = mu, j
+        tau_last, j_last = tau, j
 
     return SolverResult(w=w, n_iter=n_iter, converged=converged,
                         history=history, message=message,

@@ -115,9 +115,12 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
     -------
     SolverResult
         ``w`` is the best iterate seen (subgradient methods are not
-        monotone).  ``history`` per iterate: ``"obj"`` (``G(w_t)``),
-        ``"best_obj"`` (running minimum), ``"D"`` (``-G``), ``"best_D"``,
-        ``"gap"``, ``"nnz"``, ``"time"``.
+        monotone).  ``history`` per iterate, with the keys of
+        :func:`refimpl.solvers.fenchelrank` (chapter 3's notation): ``"obj"``
+        (the primal objective ``P(w_t) = G(w_t)``, eq. (3.5)),
+        ``"best_obj"`` (running minimum), ``"dual"`` (the dual objective
+        ``D(alpha_t)`` at the dual point of eq. (3.6), ``obj - gap``),
+        ``"gap"`` (the duality gap, eq. (3.7)), ``"nnz"``, ``"time"``.
 
     Warns
     -----
@@ -133,7 +136,7 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
     r2 = r * r
     w = np.zeros(loss.n_features)
     best_w, best = w.copy(), math.inf
-    keys = ("obj", "best_obj", "D", "best_D", "gap", "nnz", "time")
+    keys = ("obj", "best_obj", "dual", "gap", "nnz", "time")
     history = {key: [] for key in keys}
     t = 0
     converged = False
@@ -146,7 +149,7 @@ def projected_subgradient(loss, r, *, max_iter=1000, step0=1.0, tol=None,
         check_finite(gap, "projected_subgradient", "the duality gap", loss)
         if G < best:
             best, best_w = G, w.copy()
-        for key, value in zip(keys, (G, best, -G, -best, gap,
+        for key, value in zip(keys, (G, best, G - gap, gap,
                                      int(np.count_nonzero(w)),
                                      time.perf_counter() - start)):
             history[key].append(value)
