@@ -8,7 +8,9 @@ One module per family: :mod:`~refimpl.estimators.ranksvm` (RankSVM),
 :mod:`~refimpl.estimators.gas` (GASRanker, gas_e),
 :mod:`~refimpl.estimators.liferank` (LifeRank) and
 :mod:`~refimpl.estimators.baselines` (LinearRegressionRanker, LambdaMART,
-LifeRankPipeline); what they share is in ``_base``.
+LifeRankPipeline); the linear ones derive from :class:`LinearRanker`
+(``predict``, ``score``, the qid routing and the tags); the rest of what
+they share is in ``_base``.
 
 ``fit(X, y, qid)`` takes LETOR-shaped data (``qid=None`` is one query),
 ``predict(X)`` returns scores to sort by, ``coef_`` holds the weights and
@@ -44,7 +46,7 @@ fitted on several queries (``n_queries_in_ > 1``) then refuses to score,
 rather than silently treat the fold as one query.
 """
 
-from ._base import MemoryEstimate
+from ._base import LinearRanker, MemoryEstimate
 from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
 from .fenchelrank import FenchelRank
 from .fsmrank import FSMSVM, FSMRank
@@ -63,6 +65,7 @@ __all__ = [
     "LambdaMART",
     "LifeRank",
     "LifeRankPipeline",
+    "LinearRanker",
     "LinearRegressionRanker",
     "MemoryEstimate",
     "RankSVM",

@@ -208,12 +208,23 @@ class _Ranker(_ValidatedParams):
         return mean_ndcg(y, self.predict(X), qid)
 
 
-class _LinearRanker(_Ranker, BaseEstimator):
-    """Shared ``predict`` / ``score`` of the linear rankers.
+class LinearRanker(_Ranker, BaseEstimator):
+    """Base class of the linear rankers: ``predict``, ``score``, qid routing, tags.
+
+    A subclass declares ``_parameter_constraints`` (scikit-learn's
+    vocabulary), defines ``__init__`` (storing its parameters unchanged),
+    ``fit(X, y, qid=None)`` (which calls ``self._validate_params()``, then
+    :func:`refimpl._validation.check_fit_input` once, and sets ``coef_``)
+    and ``estimate_memory`` (a :class:`MemoryEstimate`); CONTRIBUTING.md
+    walks through one.
 
     ``predict`` checks ``X`` as scikit-learn does (``refimpl._validation.validate_X``):
     the number of columns, and for a data frame fitted with string column
-    names, the names and their order (``feature_names_in_``).
+    names, the names and their order (``feature_names_in_``).  ``score`` is
+    the mean NDCG per query (it refuses ``qid=None`` for a model fitted on
+    several queries).
+
+    Derived in: book/10_running_experiments.md#run-registry
     """
 
     def predict(self, X):
