@@ -46,7 +46,7 @@ fitted on several queries (``n_queries_in_ > 1``) then refuses to score,
 rather than silently treat the fold as one query.
 """
 
-from ._base import LinearRanker, MemoryEstimate
+from ._base import LinearRanker, LossBackend, MemoryEstimate
 from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
 from .fenchelrank import FenchelRank
 from .fsmrank import FSMSVM, FSMRank
@@ -67,6 +67,7 @@ __all__ = [
     "LifeRankPipeline",
     "LinearRanker",
     "LinearRegressionRanker",
+    "LossBackend",
     "MemoryEstimate",
     "RankSVM",
     "SparseRankSVM",
