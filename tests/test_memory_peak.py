@@ -28,8 +28,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
-    import gc, json, sys, tracemalloc, warnings
+    import gc, json, os, sys, tracemalloc, warnings
     import numpy as np
+    if os.environ.get("EXAMPLE_METHODS_FROM"):   # pytest --example-methods
+        sys.path.insert(0, os.environ["EXAMPLE_METHODS_FROM"])
+        from contributing import install
+        install()
     from refimpl.data import make_synthetic_letor
     from refimpl.experiments.registry import METHODS
     from refimpl.pairs import n_pairs as count_pairs
@@ -94,11 +98,17 @@ def _methods():
 
 
 @pytest.fixture(scope="module")
-def measured():
+def measured(request):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    if request.config.getoption("--example-methods"):
+        env["EXAMPLE_METHODS_FROM"] = str(REPO / "tests")
+    # only the methods whose test was selected (``-k``) are fitted
+    selected = sorted({item.callspec.params["name"] for item in request.session.items
+                       if getattr(item, "originalname", None)
+                       == "test_estimate_at_least_measured_peak"})
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, ",".join(_methods()), str(N_QUERIES)],
+        [sys.executable, "-c", CHILD, ",".join(selected or _methods()), str(N_QUERIES)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -75,9 +75,10 @@ class PairwiseLogisticL2(LinearRanker):
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
                         grouped=True):
-        """The logistic loss's pairs and per-document arrays, FISTA's iterates."""
+        """The logistic loss's pairs and per-document arrays (with the pair
+        enumeration's scratch, 8 bytes a pair), FISTA's iterates."""
         return MemoryEstimate(backend=LossBackend.LOGISTIC, terms={
-            "pairs": logistic_pair_bytes(n_docs, n_pairs, 1),
+            "pairs": logistic_pair_bytes(n_docs, n_pairs, 1) + 8 * n_pairs,
             "iterates": 8 * 8 * n_features})
 
     def fit(self, X, y, qid=None):

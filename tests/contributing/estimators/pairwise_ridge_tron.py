@@ -95,9 +95,10 @@ class PairwiseRidgeTron(LinearRanker):
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
                         grouped=True):
-        """The pair-difference matrix, its two pair indices, TRON's vectors."""
+        """``X[i]``, ``X[j]`` and their difference ``D`` at once, the pair
+        indices, ``D w``-sized vectors, TRON's iterates."""
         return MemoryEstimate(backend=LossBackend.PAIRS, terms={
-            "pair matrix": 8 * n_pairs * n_features + 16 * n_pairs + 2 * 8 * n_pairs,
+            "pair matrix": 3 * 8 * n_pairs * n_features + 16 * n_pairs + 2 * 8 * n_pairs,
             "iterates": 8 * 8 * n_features})
 
     def fit(self, X, y, qid=None):
