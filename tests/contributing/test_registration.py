@@ -27,8 +27,8 @@ def test_the_runner_selects_and_reports_it(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_bad_value_is_refused_before_any_fit(name):
-    with pytest.raises(Exception, match="'C': -1.0 is not accepted; accepted: a "
-                                        "finite real number > 0"):
+    # the accepted range's wording is the constraint's own (scikit-learn's)
+    with pytest.raises(Exception, match="'C': -1.0 is not accepted; accepted: "):
         validate_config(ExperimentConfig(dataset="synthetic:20", methods=(name,),
                                          grids={name: {"C": [-1.0]}}))
 
@@ -49,4 +49,4 @@ def test_the_command_line_sees_it(name, capsys, tmp_path):
     argv = ["run", "--dataset", "synthetic:20", "--methods", name, "--folds", "1",
             "--grid", f"{name}:C=-1", "--out", str(tmp_path), "--quiet"]
     assert main(argv) == 2
-    assert "a finite real number > 0" in capsys.readouterr().err
+    assert "'C': -1 is not accepted; accepted: " in capsys.readouterr().err
