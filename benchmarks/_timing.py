@@ -64,3 +64,45 @@ def warm_up_fits(*fits, cvxpy=False):
         load += ", imports"
     print(f"{what} on {syn.X.shape[0]} documents ({load}): "
           f"{time.perf_counter() - t0:.2f} s")
+
+
+def machine():
+    """What the numbers of a run depend on, for its JSON's ``"machine"``.
+
+    The CPU model (``/proc/cpuinfo``, else ``platform.processor()``), cores,
+    load, thread settings, library versions, numba's target CPU, and each
+    BLAS / OpenMP library threadpoolctl finds with its ``internal_api``
+    (openblas, mkl, ...), ``version`` and ``architecture`` (the kernel it
+    dispatched to, e.g. Haswell): two runs are comparable when these agree.
+    Every benchmark writing JSON records this, one helper for all.
+    """
+    import os
+    import platform
+    from importlib import metadata
+    from pathlib import Path
+
+    import numba
+    from threadpoolctl import threadpool_info
+
+    cpu = platform.processor() or None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    keys = ("user_api", "internal_api", "version", "architecture", "num_threads")
+    return {
+        "cpu": cpu, "machine": platform.machine(), "cores": os.cpu_count(),
+        "load_average": list(os.getloadavg()), "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {pkg: metadata.version(pkg) for pkg in
+                     ("numpy", "scipy", "scikit-learn", "numba", "llvmlite")},
+        "numba": numba.__version__,
+        "numba_cpu_name": numba.config.CPU_NAME or "host",
+        "threads": {k: os.environ.get(k) for k in
+                    ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                     "NUMBA_NUM_THREADS")},
+        "blas": [{k: p.get(k) for k in keys} for p in threadpool_info()],
+    }

@@ -57,7 +57,7 @@ from scipy.optimize import nnls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _synthetic import make_lean_letor
-from _timing import interleaved, warm_up_fits
+from _timing import interleaved, machine, warm_up_fits
 
 from refimpl._validation import ranking_problem
 from refimpl.estimators import RankSVM
@@ -229,7 +229,8 @@ def main(argv=None):
         rows = merge_runs([json.loads(f.read_text())["rows"]
                            for f in args.from_json])
         if args.json:
-            args.json.write_text(json.dumps({"rows": rows}, indent=1))
+            args.json.write_text(json.dumps({"machine": machine(), "rows": rows},
+                                            indent=1))
     else:
         print(f"bench_backends: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
               f", {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -248,7 +249,8 @@ def main(argv=None):
                       f"{key} {v * 1e3:.2f}" for key, v in r["t"].items())
                   + f" ms ({time.perf_counter() - t0:.0f} s)", flush=True)
             if args.json:
-                args.json.write_text(json.dumps({"rows": rows}, indent=1))
+                args.json.write_text(json.dumps({"machine": machine(), "rows": rows},
+                                                indent=1))
     report(rows, fit_all(rows))
 
 

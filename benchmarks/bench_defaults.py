@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 import warnings
@@ -36,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import machine
 
 from refimpl.data import load_letor_fold, make_synthetic_letor
 from refimpl.estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
@@ -190,30 +190,6 @@ def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
                           for c, r in res.items() if c != "default")
               + f"  ratio {ratio:.2f}", flush=True)
     return rows
-
-
-def machine():
-    import numba
-
-    info = {"python": platform.python_version(), "platform": platform.platform(),
-            "processor": platform.processor(), "cpus": os.cpu_count(),
-            "numba": numba.__version__, "numpy": np.__version__,
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f
-                                if ln.startswith("model name")), None)
-    except OSError:
-        info["cpu"] = None
-    try:
-        from threadpoolctl import threadpool_info
-
-        keys = ("internal_api", "version", "num_threads")
-        info["blas"] = [{k: p.get(k) for k in keys} for p in threadpool_info()]
-    except ImportError:
-        info["blas"] = None
-    info["load_average"] = os.getloadavg()
-    return info
 
 
 def main(argv=None):

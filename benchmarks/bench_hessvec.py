@@ -68,7 +68,7 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _letor import mq2008_fold1_train
 from _synthetic import make_lean_letor
-from _timing import interleaved
+from _timing import interleaved, machine
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import RankSVM
@@ -200,7 +200,8 @@ def sweep_levels(args, out_dir):
 
 def save_levels(rows, args, out_dir):
     (out_dir / "hessvec_vs_levels.json").write_text(json.dumps(
-        {"queries": args.queries, "docs": args.docs, "rows": rows}, indent=1))
+        {"queries": args.queries, "docs": args.docs, "machine": machine(), "rows": rows},
+        indent=1))
     import matplotlib
 
     matplotlib.use("Agg")

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _letor import mq2008_fold1_train, mq2008_shaped
-from _timing import warm_up_fits
+from _timing import machine, warm_up_fits
 
 from refimpl.data import make_synthetic_letor
 from refimpl.estimators import HingeRankSVM
@@ -105,7 +105,8 @@ def main(argv=None):
                   flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps({
-            "date": time.strftime("%Y-%m-%d"), "rows": rows}, indent=1) + "\n")
+            "date": time.strftime("%Y-%m-%d"), "machine": machine(), "rows": rows},
+            indent=1) + "\n")
 
 
 if __name__ == "__main__":

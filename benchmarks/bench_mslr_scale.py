@@ -72,6 +72,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _mslr_shaped import ensure_mslr_shaped
+from _timing import machine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -349,7 +350,8 @@ def main(argv=None):
     if args.full:
         results = main_full(args, root, methods, out)
         meta = {"queries": args.queries, "seed": args.seed, "real": args.real,
-                "mode": "full", "workers": args.workers, "results": results}
+                "mode": "full", "workers": args.workers, "machine": machine(),
+                "results": results}
         for path in [out / "bench_mslr_scale_full.json", args.json]:
             if path:
                 with open(path, "w") as f:
@@ -418,7 +420,7 @@ def main(argv=None):
                       f"nnz {r['row'].get('nnz')}/{r['row'].get('n_features')}")
     meta = {"queries": args.queries, "seed": args.seed, "real": args.real,
             "mode": "settings", "load_seconds": seconds, "load_peak_bytes": peak,
-            "results": results}
+            "machine": machine(), "results": results}
     for path in [out / "bench_mslr_scale.json", args.json]:
         if path:
             with open(path, "w") as f:

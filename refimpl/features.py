@@ -15,13 +15,14 @@ Derived in: book/04_fsmrank_nesterov.md#fsmrank
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._validation import RankingProblem, check_labels, check_X
 from .exceptions import DataError
-from .metrics import ndcg_at_k
+from .metrics import ndcg_at_k, query_tables
 from .pairs import _dense_grouped, query_sign_grams
 
 __all__ = [
@@ -221,24 +222,20 @@ def feature_ndcg(X, y=None, qid=None, *, k=10):
 def _grouped_ndcg(problem, k):
     """``scores -> ndcg_at_k(y, scores, qid, k)`` on a validated problem.
 
-    The same steps as :func:`refimpl.metrics.ndcg_at_k` (LETOR 4.0
-    convention, ties in input order) with the labels checked and the
-    documents grouped once for every call.
+    :func:`refimpl.metrics.query_tables` (LETOR 4.0 convention, ties in
+    input order) on the documents grouped once for every call; the mean over
+    queries is taken as :func:`refimpl.metrics.ndcg_at_k` takes it (of the
+    one-column table), so the values are the same to the bit.
     """
-    from . import metrics
-
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral) or k < 1:
+        raise DataError(f"k must be a positive integer, got {k!r}")
     groups = problem.groups
     y_g = problem.y[groups.order]
-    metrics._check_graded(y_g)
-    qcode = np.repeat(np.arange(groups.n_queries, dtype=np.int64), groups.sizes)
-    conv = metrics._get_convention("letor4")
-    ks, scalar = metrics._check_ks(k)
 
     def ndcg(scores):
         s_g = np.asarray(scores, dtype=np.float64)[groups.order]
-        order = metrics._rank_order(y_g, s_g, qcode, "input")
-        table, _ = metrics._ndcg_tables(y_g, qcode, groups.indptr, order, ks, conv)
-        return metrics._reduce(table, scalar, False)
+        tables = query_tables(y_g, s_g, groups.indptr, (int(k),))
+        return float(tables.ndcg.mean(axis=0)[0])
 
     return ndcg
 

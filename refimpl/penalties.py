@@ -19,7 +19,11 @@ the proximal map acts coordinate-wise in closed form:
 * :class:`NonNegWeightedL1`: ``g(w) = sum_i c_i w_i + indicator(w >= 0)``,
   whose prox ``max(0, v - t c)`` is the closed-form projection step of
   FSMRank (Lai et al. 2013, eq. 3 and the formula after Algorithm 1) with
-  ``c_i = lambda_2 / s_i``.
+  ``c_i = lambda_2 / s_i``;
+* :class:`Zero`: ``g(w) = 0``, whose prox is the identity -- proximal
+  gradient on a smooth objective alone (an l2 term then sits in the smooth
+  part, :class:`refimpl.losses.L2Regularized`), which is plain accelerated
+  gradient descent.
 
 Derived in: book/04_fsmrank_nesterov.md#fsmrank
 """
@@ -32,7 +36,7 @@ import numpy as np
 
 from .exceptions import DataError
 
-__all__ = ["L1", "NonNegWeightedL1", "WeightedL1"]
+__all__ = ["L1", "NonNegWeightedL1", "WeightedL1", "Zero"]
 
 
 def _check_step(step):
@@ -112,6 +116,32 @@ class L1:
 
     def __repr__(self):
         return f"L1(alpha={self.alpha!r})"
+
+
+class Zero:
+    r"""The zero penalty ``g(w) = 0``: ``prox`` is the identity.
+
+    With it, :func:`refimpl.solvers.apg` minimises its smooth part alone
+    (FISTA without a non-smooth term, Beck & Teboulle 2009 with ``g = 0``):
+    the first-order path for a smooth objective such as
+    :class:`refimpl.losses.L2Regularized` of a loss without a Hessian.
+
+    Derived in: book/02_convex_toolkit.md#tk-prox-grad
+    """
+
+    def value(self, w) -> float:
+        """``0`` (for a 1-d ``w``)."""
+        _as_vector(w, None, "w")
+        return 0.0
+
+    def prox(self, v, step) -> np.ndarray:
+        """``v`` itself (a copy; ``step`` is checked, not used)."""
+        v = _as_vector(v, None, "v")
+        _check_step(step)
+        return v.copy()
+
+    def __repr__(self):
+        return "Zero()"
 
 
 class _Weighted:

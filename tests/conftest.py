@@ -40,3 +40,16 @@ def pytest_addoption(parser):
                      help="directory of executed chapter notebooks "
                           "(e.g. _build/jupyter_execute) for the layout "
                           "checks of printed outputs and figures")
+    # CONTRIBUTING.md's worked example (tests/contributing): its two toy
+    # methods join the package for this session, and the generic tests run
+    # on them unchanged (tests/test_contributing.py starts such a session)
+    parser.addoption("--example-methods", action="store_true", default=False,
+                     help="add CONTRIBUTING.md's two example methods to "
+                          "refimpl.estimators and the registry for this session")
+
+
+def pytest_configure(config):
+    if config.getoption("--example-methods"):
+        from contributing import install
+
+        install()

@@ -1,22 +1,31 @@
-"""CONTRIBUTING.md's worked example runs, and a method added that way is
-seen by the runner, the scale guard, the command line and scikit-learn's
-estimator checks (issue 26: a method is one declaration)."""
+"""CONTRIBUTING.md's worked example is a real registration the suite runs.
 
+The page shows two toy methods, one first-order (pairwise logistic + l2,
+FISTA) and one second-order (pairwise squared loss + l2, TRON).  Their code
+is not copied into this test: it lives in ``tests/contributing/`` as the
+four files the page says a method takes, and the page's blocks must be
+excerpts of those files.  ``pytest --example-methods`` adds them to
+``refimpl.estimators`` and the registry; a child session here runs the
+generic tests (scikit-learn's checks, the edge cases, validate-once, the
+doctests, the docstrings' chapter links, the API page) and the runner, the
+scale guard and the command line on them, unchanged.
+"""
+
+import os
 import re
+import subprocess
 import sys
-import types
-import warnings
 from pathlib import Path
 
-import pytest
-from sklearn.utils.estimator_checks import check_estimator
+from contributing import FILES
 
-from refimpl.__main__ import main
-from refimpl.experiments import METHODS, ExperimentConfig, run, validate_config
-from refimpl.experiments.scale import estimate_peak
-
-PAGE = Path(__file__).resolve().parents[1] / "CONTRIBUTING.md"
-NAME = "pairwise-ridge"
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "CONTRIBUTING.md"
+CLASSES = {"toy-logistic-fista": "PairwiseLogisticL2", "toy-ridge-tron": "PairwiseRidgeTron"}
+#: The generic test files the child session runs; each must test each toy.
+GENERIC = ["tests/test_sklearn_api.py", "tests/test_estimator_edges.py",
+           "tests/test_validate_once.py", "tests/test_doctests.py",
+           "tests/test_docs.py", "tests/test_memory_peak.py"]
 
 
 def python_blocks(text):
@@ -24,75 +33,48 @@ def python_blocks(text):
     return re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
 
 
-@pytest.fixture(scope="module")
-def page():
-    """Run every python block of the page in one module; unregister after.
-
-    A module in ``sys.modules`` (not a bare dict), so that its classes pickle
-    as scikit-learn's checks and the runner's workers need."""
-    module = types.ModuleType("contributing_example")
-    sys.modules[module.__name__] = module
-    try:
-        for i, block in enumerate(python_blocks(PAGE.read_text())):
-            exec(compile(block, f"{PAGE.name}[python block {i + 1}]", "exec"),
-                 module.__dict__)
-        yield module.__dict__
-    finally:
-        METHODS.pop(NAME, None)
-        sys.modules.pop(module.__name__, None)
+def test_every_block_of_the_page_is_in_the_example_files():
+    blocks = python_blocks(PAGE.read_text())
+    assert len(blocks) >= 4
+    sources = "\n".join((ROOT / f).read_text() for files in FILES.values() for f in files
+                        if f.endswith(".py"))
+    for block in blocks:
+        assert block in sources, f"a block of CONTRIBUTING.md is not in the example:\n{block}"
 
 
-def test_the_page_has_the_five_steps_and_runnable_blocks():
-    text = PAGE.read_text()
-    for heading in ("## 1. The solver", "## 2. The estimator", "## 3. One `register` call",
-                    "## 4. Tests", "## 5. The book"):
-        assert heading in text
-    assert len(python_blocks(text)) >= 5
+def test_each_method_is_four_files():
+    """The toys' names occur in their four files only (and on the page)."""
+    for method, files in FILES.items():
+        assert len(files) <= 4
+        cls = CLASSES[method]
+        where = set()
+        for path in [*ROOT.glob("refimpl/**/*.py"), *ROOT.glob("tests/**/*.py"),
+                     *ROOT.glob("book/*.md")]:
+            text = path.read_text()
+            if method in text or re.search(rf"\b{cls}\b", text):
+                where.add(str(path.relative_to(ROOT)))
+        plumbing = {"tests/test_contributing.py", "tests/contributing/__init__.py",
+                    "tests/contributing/test_registration.py",
+                    # the other toy's files name this one in See Also
+                    *[f for m, fs in FILES.items() if m != method for f in fs]}
+        assert where - plumbing <= set(files), sorted(where - plumbing - set(files))
 
 
-def test_the_example_registers_a_method(page):
-    assert METHODS[NAME].factory is page["PairwiseRidge"]
-
-
-def test_the_runner_sees_it(page):
-    result = run(ExperimentConfig(dataset="synthetic:20", methods=(NAME,), folds=(1,),
-                                  backend="sequential"))
-    (row,) = result.selected
-    assert row["method"] == NAME and row["status"] == "ok"
-
-
-def test_its_ranges_come_from_the_estimator(page):
-    method = METHODS[NAME]
-    assert set(method.constraints) == {"alpha"}
-    assert method.refused("alpha", 0.5) is None and method.refused("alpha", -1.0)
-    with pytest.raises(Exception, match=r"'alpha': -1.0 is not accepted; accepted: a "
-                                        r"float in the range \(0(\.0)?, inf\)"):
-        validate_config(ExperimentConfig(dataset="synthetic:20", methods=(NAME,),
-                                         grids={NAME: {"alpha": [-1.0]}}))
-
-
-def test_the_scale_guard_asks_its_memory_model(page):
-    shape = {"n_docs": 1000, "n_pairs": 20_000, "n_features": 10, "max_query": 40,
-             "data_bytes": 3 * 1000 * 10 * 8}
-    backend, terms = estimate_peak(NAME, {}, **shape)
-    assert backend == "-"
-    assert terms["pair matrix"] == 2 * 20_000 * 10 * 8 + 16 * 20_000
-
-
-def test_the_command_line_sees_it(page, capsys, tmp_path):
-    assert main(["methods"]) == 0
-    assert NAME in capsys.readouterr().out
-    argv = ["run", "--dataset", "synthetic:20", "--methods", NAME, "--folds", "1",
-            "--grid", f"{NAME}:alpha=-1", "--out", str(tmp_path), "--quiet"]
-    assert main(argv) == 2
-    assert "a float in the range (0.0, inf)" in capsys.readouterr().err
-    argv = ["run", "--dataset", "synthetic:20", "--methods", NAME, "--folds", "1",
-            "--grid", f"{NAME}:gamma=1", "--out", str(tmp_path), "--quiet"]
-    assert main(argv) == 2
-    assert "no parameter 'gamma'; accepted: alpha" in capsys.readouterr().err
-
-
-def test_scikit_learns_checks_pass(page):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(page["PairwiseRidge"]())
+def test_generic_tests_and_the_runner_pick_the_example_up(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "NUMBA_NUM_THREADS": "1"}
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            "--example-methods", "-k",
+            "PairwiseLogisticL2 or PairwiseRidgeTron or toy or contributing",
+            "-rA", *GENERIC, "tests/contributing"]
+    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    passed = [ln for ln in proc.stdout.splitlines() if ln.startswith("PASSED ")]
+    for method, cls in CLASSES.items():   # ids name the class or the method
+        for path in GENERIC:
+            assert any(ln.startswith(f"PASSED {path}::") and (cls in ln or method in ln)
+                       for ln in passed), f"{path} did not test {method}"
+    for name in ("test_pairwise_logistic_l2.py", "test_pairwise_ridge_tron.py",
+                 "test_registration.py"):
+        assert any(f"tests/contributing/{name}::" in ln for ln in passed), name

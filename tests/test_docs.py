@@ -37,6 +37,11 @@ def _public_modules():
 MODULES = _public_modules()
 
 
+# every estimator module, so that a new one's docstrings are checked too
+MODULES += sorted({inspect.getmodule(cls) for _, cls in refimpl.estimators.all_estimators()}
+                  - set(MODULES), key=lambda m: m.__name__)
+
+
 def public_objects():
     for module in MODULES:
         exported = getattr(module, "__all__", None)

@@ -2,7 +2,7 @@
 See Also section (issue 26); the examples run here, as doctests.
 
 The estimators come from :func:`refimpl.estimators.all_estimators`, so a new
-estimator is doctested once it is exported.
+estimator is doctested once its module is in the package.
 """
 
 import doctest

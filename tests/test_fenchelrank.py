@@ -18,14 +18,13 @@ the O(1/t) regime is exercised by the certificate tests, which run a fixed
 budget on the other seeds too.
 """
 
-import warnings
-
 import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
 from cvx_reference import solve
+from fenchel_runs import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -90,15 +89,6 @@ def cvxpy_fenchel(K, r):
     solve(prob, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     w_star = project_l1_ball(w.value)
     return w_star, G_explicit(K, r, w_star)
-
-
-def run(loss, r, **kw):
-    """fenchelrank with the iterates collected (entry 0 is w_1 = 0)."""
-    ws = [np.zeros(loss.n_features)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        res = fenchelrank(loss, r, callback=lambda w, info: ws.append(w), **kw)
-    return res, np.array(ws)
 
 
 # ---------------------------------------------------------------------------

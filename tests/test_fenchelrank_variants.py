@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fenchel_runs import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -46,15 +47,6 @@ CASES = [(0, 0.5), (1, 0.5), (1, 1.0), (2, 1.0), (4, 1.0), (1, 4.0),
          (3, 4.0), (0, 16.0), (4, 16.0)]
 
 CAUSE = r"(?s)magnitude up to .*rescale X"
-
-
-def run(loss, r, **kw):
-    """fenchelrank with every iterate collected (entry 0 is w = 0)."""
-    ws = [np.zeros(loss.n_features)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        res = fenchelrank(loss, r, callback=lambda w, info: ws.append(w), **kw)
-    return res, np.array(ws)
 
 
 @pytest.mark.parametrize("variant", FAST)

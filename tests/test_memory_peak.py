@@ -32,8 +32,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
-    import gc, json, sys, tracemalloc, warnings
+    import gc, json, os, sys, tracemalloc, warnings
     import numpy as np
+    if os.environ.get("EXAMPLE_METHODS_FROM"):   # pytest --example-methods
+        sys.path.insert(0, os.environ["EXAMPLE_METHODS_FROM"])
+        from contributing import install
+        install()
     from refimpl.data import make_synthetic_letor
     from refimpl.experiments.registry import METHODS
     from refimpl.losses.squared_hinge import count_levels
@@ -125,9 +129,11 @@ def _methods():
     return sorted(METHODS)
 
 
-def _measure(methods, n_queries, docs, levels):
+def _measure(methods, n_queries, docs, levels, example_methods):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    if example_methods:
+        env["EXAMPLE_METHODS_FROM"] = str(REPO / "tests")
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, ",".join(methods), str(n_queries),
          str(levels), str(docs[0]), str(docs[1])],
@@ -137,9 +143,21 @@ def _measure(methods, n_queries, docs, levels):
 
 
 @pytest.fixture(scope="module")
-def measured():
-    return {shape: _measure(methods or _methods(), n_queries, docs, levels)
-            for shape, (n_queries, docs, levels, methods) in SHAPES.items()}
+def measured(request):
+    # only the (method, shape) cases whose test was selected (``-k``) are
+    # fitted; every case when none is (the backend test alone)
+    selected = {(item.callspec.params["name"], item.callspec.params["shape"])
+                for item in request.session.items
+                if getattr(item, "originalname", None)
+                == "test_estimate_at_least_measured_peak"}
+    example = request.config.getoption("--example-methods")
+    out = {}
+    for shape, (n_queries, docs, levels, methods) in SHAPES.items():
+        names = [n for n in (methods or _methods())
+                 if not selected or (n, shape) in selected]
+        if names:
+            out[shape] = _measure(names, n_queries, docs, levels, example)
+    return out
 
 
 CASES = [(name, shape) for shape, (*_, methods) in SHAPES.items()

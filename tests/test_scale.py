@@ -191,11 +191,11 @@ def test_the_guard_reads_the_estimators_memory_model(monkeypatch):
     from refimpl.estimators import LifeRankPipeline, MemoryEstimate, RankSVM
 
     def model(self, **shape):
-        return MemoryEstimate(backend="x", terms={"probe": 12345})
+        return MemoryEstimate(backend="numpy", terms={"probe": 12345})
 
     monkeypatch.setattr(RankSVM, "estimate_memory", model)
     backend, terms = estimate_peak("ranksvm", {}, **SMALL)
-    assert backend == "x" and terms["probe"] == 12345
+    assert backend == "numpy" and terms["probe"] == 12345
     monkeypatch.undo()
     assert LifeRankPipeline(ranker="ranksvm").estimate_memory(
         n_docs=10, n_pairs=20, n_features=3, max_query=5).hinge_backend == "pairs"
@@ -268,3 +268,20 @@ def test_fsmrank_memory_counts_the_column_scaled_copy():
     terms = FSMRank().estimate_memory(**shape).terms
     assert terms["column-scaled copy"] == 10_000 * 136 * 8
     assert FSMSVM().estimate_memory(**shape).terms == terms
+
+
+def test_a_memory_model_names_a_real_backend():
+    """``MemoryEstimate.backend`` is a :class:`LossBackend`: its string is
+    recorded unchanged, and a backend that does not exist is refused where
+    the model is built, not written into a results table."""
+    from refimpl.estimators import LossBackend, MemoryEstimate
+    from refimpl.exceptions import DataError
+
+    est = MemoryEstimate(backend="pairs (logistic) + tree", hinge_backend="tree")
+    assert est.backend is LossBackend.LOGISTIC_TREE and est.hinge_backend is LossBackend.TREE
+    assert f"{est.backend}" == "pairs (logistic) + tree" and MemoryEstimate().backend == "-"
+    with pytest.raises(DataError, match="backend must be one of '-', 'tree'.*; got 'x'"):
+        MemoryEstimate(backend="x")
+    with pytest.raises(DataError, match="hinge_backend must be one of 'tree', 'pairs', "
+                                        "'numpy'; got 'pairs \\(logistic\\)'"):
+        MemoryEstimate(hinge_backend="pairs (logistic)")

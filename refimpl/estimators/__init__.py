@@ -8,7 +8,9 @@ One module per family: :mod:`~refimpl.estimators.ranksvm` (RankSVM),
 :mod:`~refimpl.estimators.gas` (GASRanker, gas_e),
 :mod:`~refimpl.estimators.liferank` (LifeRank) and
 :mod:`~refimpl.estimators.baselines` (LinearRegressionRanker, LambdaMART,
-LifeRankPipeline); what they share is in ``_base``.
+LifeRankPipeline); the linear ones derive from :class:`LinearRanker`
+(``predict``, ``score``, the qid routing and the tags); the rest of what
+they share is in ``_base``.
 
 ``fit(X, y, qid)`` takes LETOR-shaped data (``qid=None`` is one query),
 ``predict(X)`` returns scores to sort by, ``coef_`` holds the weights and
@@ -44,7 +46,10 @@ fitted on several queries (``n_queries_in_ > 1``) then refuses to score,
 rather than silently treat the fold as one query.
 """
 
-from ._base import MemoryEstimate
+import importlib
+import pkgutil
+
+from ._base import LinearRanker, LossBackend, MemoryEstimate
 from .baselines import LambdaMART, LifeRankPipeline, LinearRegressionRanker
 from .fenchelrank import FenchelRank
 from .fsmrank import FSMSVM, FSMRank
@@ -63,7 +68,9 @@ __all__ = [
     "LambdaMART",
     "LifeRank",
     "LifeRankPipeline",
+    "LinearRanker",
     "LinearRegressionRanker",
+    "LossBackend",
     "MemoryEstimate",
     "RankSVM",
     "SparseRankSVM",
@@ -75,10 +82,13 @@ __all__ = [
 def all_estimators():
     """The public estimators of :mod:`refimpl.estimators`, by name.
 
-    Every class of ``__all__`` with a ``fit`` method, in ``__all__``'s
+    Every public class defined in a public module of the package (a module
+    whose name has no leading underscore, found on the package's
+    ``__path__``) that has a ``fit`` method, by module then by definition
     order: the test parametrisations (scikit-learn's checks, the edge
     cases, the validate-once test, the doctests) and the API page are
-    generated from it, so that a new estimator is listed once, here.
+    generated from it, so that a new estimator module is picked up with no
+    list to edit.
 
     Returns
     -------
@@ -86,6 +96,12 @@ def all_estimators():
 
     Derived in: book/10_running_experiments.md#run-registry
     """
-    return [(name, obj) for name, obj in
-            ((n, globals()[n]) for n in __all__)
-            if isinstance(obj, type) and hasattr(obj, "fit")]
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found += [(name, obj) for name, obj in vars(module).items()
+                  if isinstance(obj, type) and obj.__module__ == module.__name__
+                  and not name.startswith("_") and hasattr(obj, "fit")]
+    return found

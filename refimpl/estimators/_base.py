@@ -13,6 +13,7 @@ import math
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -83,6 +84,44 @@ def stage_params(stage, names):
             {n: signature[n].default for n in names})
 
 
+class LossBackend(StrEnum):
+    """The loss backend(s) a fit uses, as the runner records them.
+
+    The squared hinge's backends (:data:`refimpl.losses.squared_hinge.BACKENDS`
+    resolved: ``"tree"``, ``"pairs"``, ``"numpy"``), LifeRank's logistic loss on
+    explicit pairs, that followed by its second stage's, or ``"-"`` (no
+    pairwise loss).  A ``StrEnum``: each member is its string, so tables and
+    JSON record the same text as before.
+
+    Derived in: book/10_running_experiments.md#run-scale-guard
+    """
+
+    NONE = "-"
+    TREE = "tree"
+    PAIRS = "pairs"
+    NUMPY = "numpy"
+    LOGISTIC = "pairs (logistic)"
+    LOGISTIC_TREE = "pairs (logistic) + tree"
+    LOGISTIC_PAIRS = "pairs (logistic) + pairs"
+    LOGISTIC_NUMPY = "pairs (logistic) + numpy"
+    LOGISTIC_CUTTING_PLANES = "pairs (logistic) + cutting planes"
+
+
+#: The backends of the pairwise squared hinge (``MemoryEstimate.hinge_backend``).
+HINGE_BACKENDS = (LossBackend.TREE, LossBackend.PAIRS, LossBackend.NUMPY)
+
+
+def _loss_backend(value, name, accepted):
+    """``value`` as a member of ``accepted`` (a member or its exact string)."""
+    if isinstance(value, str):
+        for member in accepted:
+            if value == member.value:
+                return member
+    raise DataError(
+        f"MemoryEstimate {name} must be one of "
+        f"{', '.join(repr(m.value) for m in accepted)}; got {value!r}")
+
+
 @dataclass(frozen=True)
 class MemoryEstimate:
     """What a fit allocates beyond the data: an estimator's memory model.
@@ -94,23 +133,35 @@ class MemoryEstimate:
 
     Attributes
     ----------
-    backend : str
-        What the runner records as the task's backend: the squared hinge's
-        (``"tree"``, ``"pairs"``, ``"numpy"``), ``"pairs (logistic)"``,
-        both joined by ``" + "``, or ``"-"``.
+    backend : LossBackend
+        What the runner records as the task's backend; given as a member or
+        its string (``"tree"``), anything else is refused at construction.
     terms : dict of str to int
         Bytes by part (the scale guard adds the process, the data and the
         runner's own arrays).
-    hinge_backend : str or None
-        The backend of the pairwise squared hinge when the fit uses it (the
-        scale guard refuses forced explicit pairs where the tree applies).
+    hinge_backend : LossBackend or None
+        The backend of the pairwise squared hinge when the fit uses it, one of
+        :data:`HINGE_BACKENDS` (the scale guard refuses forced explicit
+        pairs where the tree applies).
+
+    Raises
+    ------
+    DataError
+        A ``backend`` or ``hinge_backend`` that is not one of the accepted ones.
 
     Derived in: book/10_running_experiments.md#run-scale-guard
     """
 
-    backend: str = "-"
+    backend: LossBackend = LossBackend.NONE
     terms: dict = field(default_factory=dict)
-    hinge_backend: str | None = None
+    hinge_backend: LossBackend | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "backend",
+                           _loss_backend(self.backend, "backend", tuple(LossBackend)))
+        if self.hinge_backend is not None:
+            object.__setattr__(self, "hinge_backend", _loss_backend(
+                self.hinge_backend, "hinge_backend", HINGE_BACKENDS))
 
 
 def squared_hinge_memory(*, n_docs, n_pairs, n_features, n_levels=None, grouped=True,
@@ -252,12 +303,23 @@ class _Ranker(_ValidatedParams):
         return mean_ndcg(y, self.predict(X), qid)
 
 
-class _LinearRanker(_Ranker, BaseEstimator):
-    """Shared ``predict`` / ``score`` of the linear rankers.
+class LinearRanker(_Ranker, BaseEstimator):
+    """Base class of the linear rankers: ``predict``, ``score``, qid routing, tags.
+
+    A subclass declares ``_parameter_constraints`` (scikit-learn's
+    vocabulary), defines ``__init__`` (storing its parameters unchanged),
+    ``fit(X, y, qid=None)`` (which calls ``self._validate_params()``, then
+    :func:`refimpl._validation.check_fit_input` once, and sets ``coef_``)
+    and ``estimate_memory`` (a :class:`MemoryEstimate`); CONTRIBUTING.md
+    walks through one.
 
     ``predict`` checks ``X`` as scikit-learn does (``refimpl._validation.validate_X``):
     the number of columns, and for a data frame fitted with string column
-    names, the names and their order (``feature_names_in_``).
+    names, the names and their order (``feature_names_in_``).  ``score`` is
+    the mean NDCG per query (it refuses ``qid=None`` for a model fitted on
+    several queries).
+
+    Derived in: book/10_running_experiments.md#run-registry
     """
 
     def predict(self, X):

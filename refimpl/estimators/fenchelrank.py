@@ -26,7 +26,7 @@ from ._base import (
     ITERATIONS,
     POSITIVE,
     WEIGHT_RANGE,
-    _LinearRanker,
+    LinearRanker,
     options,
     squared_hinge_memory,
     _warn_empty,
@@ -35,7 +35,7 @@ from ._base import (
 __all__ = ["FenchelRank"]
 
 
-class FenchelRank(_LinearRanker):
+class FenchelRank(LinearRanker):
     """Sparse ranking in an l1 ball, trained by FenchelRank (Lai et al. 2013).
 
     Solves eq. 3 of Lai et al. (2013),

@@ -34,7 +34,7 @@ from ._base import (
     NONNEGATIVE,
     POSITIVE,
     WEIGHT_RANGE,
-    _LinearRanker,
+    LinearRanker,
     _grad_at_zero,
     options,
     squared_hinge_memory,
@@ -88,7 +88,7 @@ def _column_scales(X):
     return 1.0 / np.maximum(top, 1.0)
 
 
-class FSMRank(_LinearRanker):
+class FSMRank(LinearRanker):
     """FSMRank: similarity- and importance-penalised sparse ranking (Lai et al. 2013).
 
     Solves eq. 1 of Lai, Pan, Tang & Yu (2013),

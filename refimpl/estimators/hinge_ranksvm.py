@@ -11,13 +11,13 @@ from .._validation import check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
-from ._base import (ITERATIONS, POSITIVE, WEIGHT_RANGE, MemoryEstimate, _LinearRanker,
+from ._base import (ITERATIONS, POSITIVE, WEIGHT_RANGE, LinearRanker, MemoryEstimate,
                     _on_all_columns, _warn_empty)
 
 __all__ = ["HingeRankSVM"]
 
 
-class HingeRankSVM(_LinearRanker):
+class HingeRankSVM(LinearRanker):
     """L1-hinge linear RankSVM with SVMrank's ``C``, by 1-slack cutting planes.
 
     Minimises eq. (7.11) of the book, the problem of Joachims' ``svm_rank``

@@ -17,7 +17,7 @@ from ._base import (
     ITERATIONS,
     POSITIVE,
     WEIGHT_RANGE,
-    _LinearRanker,
+    LinearRanker,
     _check_at_most,
     _on_all_columns,
     options,
@@ -31,7 +31,7 @@ TREE_METHODS = ("selection_tree", "avl", "direct", "prsvm")
 __all__ = ["RankSVM"]
 
 
-class RankSVM(_LinearRanker):
+class RankSVM(LinearRanker):
     """L2-regularised, L2-loss linear RankSVM trained by TRON (Lee & Lin 2014).
 
     Minimises eq. 3 of Lee & Lin (2014),
@@ -234,7 +234,7 @@ SECOND_STAGE_TOL = 1e-8
 SECOND_STAGE_CERTIFIED_TOL = 1e-4
 
 
-class _TwoStage(_LinearRanker):
+class _TwoStage(LinearRanker):
     """A feature selection, then :class:`RankSVM` on the selected columns (GAS-E, FSMSVM).
 
     The RankSVM stage stops at ``tol = SECOND_STAGE_TOL`` (1e-8), or earlier

@@ -33,8 +33,8 @@ from ._base import (
     NONNEGATIVE,
     POSITIVE,
     WEIGHT_RANGE,
+    LinearRanker,
     _Interval,
-    _LinearRanker,
     _grad_at_zero,
     _l1_null_C,
     blame_extreme_parameters,
@@ -84,7 +84,7 @@ SPARSE_PENALTIES = {"l1": _l1_penalty, "weighted_l1": _weighted_l1_penalty}
 NONCONVEX_PENALTIES = ("log", "mcp", "lp", "scad")
 
 
-class SparseRankSVM(_LinearRanker):
+class SparseRankSVM(LinearRanker):
     """Sparse L2-loss linear RankSVM (l1 by proximal Newton or FISTA; non-convex by reweighting).
 
     Minimises eq. 7 of Laporte, Flamary, Canu, Déjean & Mothe (2014),

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimators import MemoryEstimate
+from ..estimators import LossBackend, MemoryEstimate
 from ..exceptions import DataError
 from ..losses.squared_hinge import AUTO_MAX_PAIR_BYTES, BYTES_PER_PAIR, count_levels
 from .registry import get_method
@@ -74,10 +74,10 @@ class ScaleEstimate:
     Attributes
     ----------
     method : str
-    backend : str
-        The squared-hinge backend the method resolves to (``"tree"``,
-        ``"pairs"``, ``"numpy"``), ``"pairs (logistic)"`` for LifeRank's
-        loss, or ``"-"`` for methods without a pairwise loss.
+    backend : refimpl.estimators.LossBackend
+        The loss backend the method resolves to (the squared hinge's
+        ``"tree"``, ``"pairs"``, ``"numpy"``, ``"pairs (logistic)"`` for
+        LifeRank's loss, ...), or ``"-"`` for methods without a pairwise loss.
     peak_bytes : int
         Estimated peak resident memory of the task's process.
     available_bytes : int
@@ -169,7 +169,7 @@ def estimate_peak(name, params, *, n_docs, n_pairs, n_features, max_query,
 
     Returns
     -------
-    backend : str
+    backend : refimpl.estimators.LossBackend
     terms : dict of str to int
         ``base``, ``data`` and the method's own terms (bytes).
     """
@@ -224,9 +224,10 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
     avail_text = ("unknown" if available is None
                   else f"{available / 2**30:.2f} GB available")
     pair_bytes = n_pairs * BYTES_PER_PAIR
-    if model.hinge_backend in ("pairs", "numpy") and pair_bytes > AUTO_MAX_PAIR_BYTES:
+    explicit = (LossBackend.PAIRS, LossBackend.NUMPY)
+    if model.hinge_backend in explicit and pair_bytes > AUTO_MAX_PAIR_BYTES:
         raise ScaleError(
-            f"method {name!r} refused at this size: backend={model.hinge_backend!r} would "
+            f"method {name!r} refused at this size: backend={model.hinge_backend.value!r} would "
             f"build explicit arrays of {n_pairs:,} preference pairs "
             f"({pair_bytes / 2**30:.2f} GB at {BYTES_PER_PAIR} bytes a pair, "
             f"above AUTO_MAX_PAIR_BYTES = {AUTO_MAX_PAIR_BYTES / 2**30:.2f} GB) "

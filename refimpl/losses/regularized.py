@@ -30,11 +30,19 @@ class L2Regularized(CachedObjective):
 
     Derived in: book/07_ranksvm_ostree.md#ranksvm-ostree
 
+    The Hessian is a capability, offered when the loss offers it: with a
+    first-order loss (``fun``, ``grad``, ``n_features`` and no ``hess_vec``,
+    e.g. :class:`~refimpl.losses.PairwiseLogistic`) the objective has
+    ``fun`` and ``grad`` only, so a first-order solver
+    (:func:`refimpl.solvers.apg` with :class:`refimpl.penalties.Zero`)
+    minimises it, and ``hasattr(objective, "hess_vec")`` is ``False``
+    rather than a method that fails when a second-order solver calls it.
+
     Parameters
     ----------
     loss : object
-        A smooth loss with ``fun(w)``, ``grad(w)``, ``hess_vec(s)`` and
-        ``n_features`` following the caching contract of
+        A smooth loss with ``fun(w)``, ``grad(w)``, ``n_features`` and
+        optionally ``hess_vec(s)``, following the caching contract of
         :class:`~refimpl.losses.SmoothObjective`.
     C : float
         Loss weight, finite and > 0.
@@ -51,14 +59,18 @@ class L2Regularized(CachedObjective):
     Cached state: :meth:`fun` stores ``w`` and lets the loss cache its own
     state (scores ``X w`` and active pairs for the squared hinge);
     :meth:`grad` at the same ``w`` reuses it (and calls :meth:`fun` first at
-    any other ``w``); :meth:`hess_vec` uses the state of the last :meth:`fun`.
+    any other ``w``); ``hess_vec`` uses the state of the last :meth:`fun`.
     """
 
     def __init__(self, loss, C):
-        for name in ("fun", "grad", "hess_vec", "n_features"):
+        for name in ("fun", "grad", "n_features"):
             if not hasattr(loss, name):
                 raise TypeError(f"loss must have a {name!r} attribute, got {loss!r}")
         self.loss = loss
+        if hasattr(loss, "hess_vec"):
+            # an instance attribute, so that a first-order loss leaves the
+            # capability absent (hasattr False) instead of a failing method
+            self.hess_vec = self._hess_vec
         self.C = check_positive(C, "C")
         self._w = None
         self._loss_value = None
@@ -80,10 +92,11 @@ class L2Regularized(CachedObjective):
         w = self._at(w)
         return w + self.C * np.asarray(self.loss.grad(w), dtype=np.float64)
 
-    def hess_vec(self, s) -> np.ndarray:
+    def _hess_vec(self, s) -> np.ndarray:
         """Generalised Hessian times ``s``: ``s + C grad^2 loss s`` (eq. 11).
 
-        Uses the state of the last :meth:`fun`.
+        Offered as ``hess_vec`` when the loss has ``hess_vec``; uses the
+        state of the last :meth:`fun`.
         """
         s = self._direction(s)
         return s + self.C * np.asarray(self.loss.hess_vec(s), dtype=np.float64)
