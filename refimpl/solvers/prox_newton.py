@@ -142,7 +142,7 @@ TREE_BLOCK_ROWS = 1 << 15
 
 def _unwrap_tree(smooth):
     """``(c, loss)`` with ``smooth = c * loss``, loss a PairwiseSquaredHinge on the
-    tree backend (no pair arrays) with a dense ``X`` and all pairs, or None."""
+    tree backend (no pair arrays) with all pairs, or None."""
     from ..losses import PairwiseSquaredHinge, ScaledSmooth
 
     c = 1.0
@@ -150,7 +150,7 @@ def _unwrap_tree(smooth):
         c *= smooth.c
         smooth = smooth.smooth
     if (isinstance(smooth, PairwiseSquaredHinge) and smooth.pair_indices() is None
-            and smooth.which == "all" and not sp.issparse(smooth.X)):
+            and smooth.which == "all"):
         return c, smooth
     return None
 
@@ -186,16 +186,20 @@ def _tree_hessian(parts, w):
             r += 1
         lo, hi = int(bounds[q]), int(bounds[r])
         if rows is None:
-            Xb = np.ascontiguousarray(X[lo:hi], dtype=np.float64)
+            Xs = X[lo:hi]
             zb, yb = z[lo:hi], y[lo:hi]
         else:
             idx = rows[lo:hi]
-            Xb = np.ascontiguousarray(np.take(X, idx, axis=0), dtype=np.float64)
+            Xs = X[idx] if sp.issparse(X) else np.take(X, idx, axis=0)
             zb, yb = z[idx], y[idx]
+        # a sparse X: the kernel reads a dense block, the product uses the
+        # sparse one (nnz * d, not block * d^2)
+        Xb = np.ascontiguousarray(Xs.toarray() if sp.issparse(Xs) else Xs,
+                                  dtype=np.float64)
         out = np.zeros_like(Xb)
         active_laplacian_rows(Xb, np.ascontiguousarray(zb), np.ascontiguousarray(yb),
                               bounds[q:r + 1] - lo, float(loss.margin), out)
-        H += Xb.T @ out
+        H += np.asarray(Xs.T @ out) if sp.issparse(Xs) else Xb.T @ out
         q = r
     return (2.0 * c * loss.scale) * 0.5 * (H + H.T)
 
@@ -207,7 +211,7 @@ def generalized_hessian(smooth, w):
     ``2 c s X^T Lap_A X`` (Lee & Lin 2014, eq. 11), ``Lap_A = sum_{(i,j)
     active} (e_i - e_j)(e_i - e_j)^T`` the Laplacian of the active pairs,
     i.e. one sparse product and one ``n x n`` Gram product per call; on
-    the tree backend (no pair arrays, dense ``X``) ``Lap_A X`` comes from
+    the tree backend (no pair arrays) ``Lap_A X`` comes from
     the sorted scores per query
     (``refimpl.kernels.laplacian_tree.active_laplacian_rows``); any
     other objective falls back to ``n`` Hessian-vector products
