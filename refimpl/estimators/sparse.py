@@ -89,6 +89,8 @@ def choose_solver(n_docs, n_features, n_pairs, nnz_per_row=None):
     Both solvers stop at the same certified tolerance (the gradient
     mapping of eqs. 11-12 against its value at 0), so the choice changes
     the time, not the answer.  A deterministic function of the shape.
+
+    Derived in: book/09_making_it_fast.md#fast-defaults
     """
     l, d, p = float(n_docs), float(n_features), float(n_pairs)
     sparse = nnz_per_row is not None
