@@ -6,8 +6,9 @@ that GAS and LifeRank hand their few selected or learnt features to),
 on each shape of a grid (short and long queries, 2 to 16 levels, 10 to
 700 features, dense and sparse ``X``) and on MQ2008 Fold 1 and OHSUMED
 Fold 3 when ``../shared/letor`` (or ``LETOR_HOME``) has them, every
-choice and the default are fitted side by side in one run (best of
-``--repeat`` warm fits each).  A choice counts only if it reaches the
+choice and the default are fitted side by side in one run, round-robin
+(:func:`time_choices`: ``--rounds`` turns of at least 0.1 s of fits
+each, the fastest turn's mean per fit).  A choice counts only if it reaches the
 default's objective within ``SAME_REL`` (relative); the row reports
 ``default / fastest`` among those: **goal <= 1.15 on every row.**
 
@@ -17,7 +18,9 @@ reached the answer, and the row says so (its time is then a lower bound).
 
 Writes ``bench_defaults.json`` next to itself (machine, CPU, numba and
 BLAS versions, every time); ``--quick`` runs two tiny shapes (a smoke
-test, no goal) and writes nothing unless ``--json`` is given.  Run with
+test, no goal) and writes nothing unless ``--json`` is given;
+``--shapes`` and ``--only`` re-measure some rows and keep the record's
+others (every row has its ``utc`` and ``load_average``).  Run with
 ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``.
 """
 
@@ -43,6 +46,8 @@ from refimpl.estimators import FenchelRank, FSMRank, RankSVM, SparseRankSVM
 GOAL = 1.15
 SAME_REL = 1e-4
 FISTA_CAP = 3000
+#: The clock of every fit: CPU seconds of this (single-threaded) process.
+CLOCK = time.process_time
 HERE = Path(__file__).resolve().parent
 LETOR = Path(os.environ.get("LETOR_HOME") or HERE.parents[1] / "shared" / "letor")
 
@@ -115,31 +120,49 @@ def estimators(X, fista_cap=FISTA_CAP):
     return rows
 
 
-def fit_time(make, X, y, qid, repeat, min_time=0.05):
-    """Best of ``repeat`` warm fits, each a mean over ``min_time`` seconds of fits."""
-    best, model = np.inf, None
+def time_choices(makers, X, y, qid, rounds, block=0.1, long_fit=1.0):
+    """choice -> (seconds per fit, last model), the choices timed round-robin.
+
+    Every choice is fitted once first (compile, caches), then ``rounds``
+    times in turn, each turn a block of back-to-back fits of at least
+    ``block`` seconds (one fit if a single one takes longer): a drift of
+    the machine's load hits every choice alike, and a 20 ms fit is timed
+    over many fits, not one.  A choice whose first fit took over
+    ``long_fit`` seconds runs two turns only (its own noise is small).
+    The time is the fastest turn's mean per fit (the least disturbed), in
+    this process's CPU seconds (:data:`CLOCK`): on a machine shared by
+    more processes than cores, wall time counts the turns the scheduler
+    gave to others (fits of one computation differed 1.6x by wall time at
+    a load of 5-7 on 2 cores); the fits are single-threaded.
+    """
+    models, number, turns = {}, {}, {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
-        make().fit(X, y, qid)  # warm: compile, caches
-        number = max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                model = make().fit(X, y, qid)
-            best = min(best, (time.perf_counter() - t0) / number)
-    return best, model
+        for c, make in makers.items():
+            t0 = CLOCK()
+            models[c] = make().fit(X, y, qid)
+            first = CLOCK() - t0
+            number[c] = max(1, int(block / max(first, 1e-6)))
+            turns[c] = []
+        for r in range(rounds):
+            for c, make in makers.items():
+                if r >= 2 and turns[c][0] > long_fit:
+                    continue
+                t0 = CLOCK()
+                for _ in range(number[c]):
+                    models[c] = make().fit(X, y, qid)
+                turns[c].append((CLOCK() - t0) / number[c])
+    return {c: (min(turns[c]), models[c]) for c in makers}
 
 
 def verdict(row):
-    """Add the fastest same-answer choice, the default's own choice, and the ratio.
+    """Add the fastest same-answer choice, the default's own choice, and the ratios.
 
+    ``ratio``: the default's time over the fastest same-answer choice's,
+    both timed the same way in the same turns (the goal applies to it).
     ``resolved``: the explicit choice with the default's backend and solver
-    (the same computation).  When it is the fastest, the default *is* the
-    fastest choice and ``ratio`` is 1; otherwise ``ratio`` is the default's
-    time over the fastest's.  ``measured_ratio`` keeps the default's own
-    time over the fastest's in every row: two timings of one computation
-    differ by the noise of the machine.
+    (the same computation); ``resolved_ratio`` its time over the fastest's
+    (whether the rule picks well, without the default's own overhead).
     """
     res = row["choices"]
     d = res["default"]
@@ -148,13 +171,15 @@ def verdict(row):
     resolved = next((c for c, r in res.items() if c != "default"
                      and (r["backend"], r["solver"]) == (d["backend"], d["solver"])),
                     None)
-    measured = d["time"] / same[fastest] if same else 1.0
-    row.update(fastest=fastest, resolved=resolved, measured_ratio=measured,
-               ratio=1.0 if resolved == fastest else measured)
+    ratio = d["time"] / same[fastest] if same else 1.0
+    row.pop("measured_ratio", None)
+    row.update(fastest=fastest, resolved=resolved, ratio=ratio,
+               resolved_ratio=(res[resolved]["time"] / same[fastest]
+                               if same and resolved in same else None))
     return row
 
 
-def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
+def measure(label, X, y, qid, rounds, only=None, fista_cap=FISTA_CAP, out=None,
             done=()):
     rows = []
     ests = estimators(X, fista_cap)
@@ -168,19 +193,20 @@ def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
             continue
         Xe = choices.pop("_X", X)
         res = {}
-        for choice, make in choices.items():
-            t, m = fit_time(make, Xe, y, qid, repeat)
+        for choice, (t, m) in time_choices(choices, Xe, y, qid, rounds).items():
             res[choice] = {"time": t, "objective": float(m.objective_),
                            "converged": bool(getattr(m, "converged_", True)),
                            "backend": getattr(m, "backend_", None),
-                           "solver": getattr(m, "solver", None)}
+                           "solver": getattr(m, "solver_", getattr(m, "solver", None))}
         ref, conv = res["default"]["objective"], res["default"]["converged"]
         for r in res.values():
             # the same answer: the default's objective, and its certificate
             # (an iteration cap -- FenchelRank's T = 1000 -- is the same stop)
             close = abs(r["objective"] - ref) <= SAME_REL * max(abs(ref), 1e-300)
             r["same"] = bool(close and r["converged"] == conv)
-        rows.append(verdict({"data": label, "estimator": est, "choices": res}))
+        rows.append(verdict({"data": label, "estimator": est, "choices": res,
+                             "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                             "load_average": os.getloadavg()[0]}))
         if out is not None:
             out(list(done) + rows)
         fastest, ratio = rows[-1]["fastest"], rows[-1]["ratio"]
@@ -195,10 +221,14 @@ def measure(label, X, y, qid, repeat, only=None, fista_cap=FISTA_CAP, out=None,
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="two tiny shapes (smoke test)")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="turns of every choice, round-robin (fits over 1 s: 2)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--only", nargs="*", default=None,
                     help="estimators whose name contains one of these")
+    ap.add_argument("--shapes", nargs="*", default=None,
+                    help="data sets (grid shapes, 'MQ2008 Fold 1', 'OHSUMED Fold 3') "
+                         "whose name contains one of these")
     ap.add_argument("--fista-cap", type=int, default=FISTA_CAP,
                     help="FISTA's iteration cap per solve")
     ap.add_argument("--reverdict", type=Path, default=None,
@@ -210,26 +240,43 @@ def main(argv=None):
         args.reverdict.write_text(json.dumps(doc, indent=1))
         return doc
     grid = QUICK if args.quick else GRID
+
+    def chosen(name):
+        return not args.shapes or any(k in name for k in args.shapes)
+
     out = args.json or (None if args.quick else HERE / "bench_defaults.json")
+    # a run of some shapes or estimators replaces those rows of the record
+    # and keeps the others (each row says when and at what load it was timed)
+    partial = bool(args.shapes or args.only)
+    kept = (json.loads(out.read_text())["rows"]
+            if partial and out is not None and out.is_file() else [])
     t_start = time.perf_counter()
     rows = []
-    sets = {k: synthetic(*v) for k, v in grid.items()}
+    sets = {k: synthetic(*v) for k, v in grid.items() if chosen(k)}
     if not args.quick:
-        sets.update(real_sets())
+        sets.update({k: v for k, v in real_sets().items() if chosen(k)})
     info = machine()
+
+    def merged(new):
+        fresh = {(r["data"], r["estimator"]): r for r in new}
+        old = [fresh.pop((r["data"], r["estimator"]), None) or verdict(r)
+               for r in kept]
+        return old + list(fresh.values())
 
     def write(rows_so_far):  # after every row: a stopped run keeps its rows
         doc = {"goal": GOAL, "same_rel": SAME_REL, "fista_cap": args.fista_cap,
-               "repeat": args.repeat, "machine": info,
-               "seconds": time.perf_counter() - t_start, "rows": rows_so_far}
+               "clock": "process CPU seconds, fastest of the turns",
+               "rounds": args.rounds, "machine": info,
+               "seconds": time.perf_counter() - t_start,
+               "rows": merged(rows_so_far)}
         if out is not None:
             out.write_text(json.dumps(doc, indent=1))
         return doc
 
     for label, (X, y, qid) in sets.items():
-        rows += measure(label, X, y, qid, args.repeat, args.only, args.fista_cap,
+        rows += measure(label, X, y, qid, args.rounds, args.only, args.fista_cap,
                         write, rows)
-    worst = max(r["ratio"] for r in rows)
+    worst = max((r["ratio"] for r in rows), default=float("nan"))
     print(f"worst default / fastest: {worst:.2f} (goal <= {GOAL})")
     return write(rows)
 

@@ -13,6 +13,7 @@ from numbers import Real
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import (
     check_fit_input,
@@ -45,12 +46,65 @@ from ._base import (
 )
 
 __all__ = ["NONCONVEX_PENALTIES", "SOLVERS", "SPARSE_PENALTIES", "SparseRankSVM",
-           "ranksvm_l1_path"]
+           "choose_solver", "ranksvm_l1_path"]
 
-#: ``solver=`` of :class:`SparseRankSVM`: FISTA (the paper's Algorithm 1) or
+#: ``solver=`` of :class:`SparseRankSVM`: FISTA (the paper's Algorithm 1),
 #: proximal Newton (:func:`refimpl.solvers.prox_newton`, LIBLINEAR's
-#: newGLMNET), which stops at the same certified tolerance.
-SOLVERS = ("fista", "newton")
+#: newGLMNET), which stops at the same certified tolerance, or ``"auto"``:
+#: the one :func:`choose_solver` models as faster on the data's shape.
+SOLVERS = ("auto", "fista", "newton")
+
+#: Nanoseconds per unit of the terms of one proximal Newton step (``l d r``:
+#: the Hessian ``X^T Lap_A X``, BLAS for a dense ``X``, sparse times dense
+#: for a sparse one; ``p``; ``l``) and of one FISTA iteration (``l r``: its
+#: mat-vecs and line-search values; ``p``; ``l``), ``l`` documents, ``d``
+#: features, ``r`` stored values per row, ``p`` pairs: non-negative least
+#: squares on relative error over 11 shapes: the five of
+#: ``benchmarks/bench_defaults.py``'s grid, MQ2008 Fold 1 and five more
+#: (d = 136-700, dense and 5 % sparse; OMP_NUM_THREADS=1, AMD EPYC, loaded
+#: machine).  The model is within 0.56-1.26x of each measured time.  On
+#: two of the five extra shapes the rule misses, both by FISTA's
+#: iteration count, which the shape does not tell: 1,500 x 300 sparse
+#: (FISTA 111 iterations, 1.5x faster than Newton; Newton chosen) and
+#: 777 x 700 dense (FISTA 1,554 iterations, Newton 1.6x faster; FISTA
+#: chosen).
+NEWTON_STEP_NS = {"dense l*d*r": 1.144, "sparse l*d*r": 6.072, "p": 0.0,
+                  "l": 2029.0}
+FISTA_ITER_NS = {"dense l*r": 6.459, "sparse l*r": 46.88, "p": 7.063, "l": 355.2}
+#: The work of a fit the rule weighs: proximal Newton took 5-8 steps on
+#: every shape measured (at ``tol = 1e-6``), FISTA 156-2,610 iterations
+#: (10,000, its cap, on OHSUMED Fold 3).  FISTA's count depends on the
+#: conditioning, not the shape, so the rule takes a low one: FISTA is
+#: chosen only where its iterations are so cheap against a Newton step
+#: (a dense ``d x d`` Hessian of a wide, sparse ``X``) that even a fit of
+#: few iterations could not lose.
+NEWTON_STEPS = 6
+FISTA_ITERS = 300
+
+
+def choose_solver(n_docs, n_features, n_pairs, nnz_per_row=None):
+    """The solver ``solver="auto"`` resolves to: ``"newton"`` or ``"fista"``.
+
+    Proximal Newton's fit is modelled as ``NEWTON_STEPS`` steps of
+    :data:`NEWTON_STEP_NS`, FISTA's as ``FISTA_ITERS`` iterations of
+    :data:`FISTA_ITER_NS`; the smaller wins (ties: Newton).  ``nnz_per_row``:
+    the stored values per row of a sparse ``X`` (``None``: a dense ``X``).
+    Both solvers stop at the same certified tolerance (the gradient
+    mapping of eqs. 11-12 against its value at 0), so the choice changes
+    the time, not the answer.  A deterministic function of the shape.
+
+    Derived in: book/09_making_it_fast.md#fast-defaults
+    """
+    l, d, p = float(n_docs), float(n_features), float(n_pairs)
+    sparse = nnz_per_row is not None
+    r = float(nnz_per_row) if sparse else d
+    kind = "sparse" if sparse else "dense"
+    newton = 1e-9 * NEWTON_STEPS * (NEWTON_STEP_NS[f"{kind} l*d*r"] * l * d * r
+                                    + NEWTON_STEP_NS["p"] * p
+                                    + NEWTON_STEP_NS["l"] * l)
+    fista = 1e-9 * FISTA_ITERS * (FISTA_ITER_NS[f"{kind} l*r"] * l * r
+                                  + FISTA_ITER_NS["p"] * p + FISTA_ITER_NS["l"] * l)
+    return "newton" if newton <= fista else "fista"
 
 
 def _l1_penalty(estimator, n_features):
@@ -98,15 +152,18 @@ class SparseRankSVM(LinearRanker):
     ``penalty="weighted_l1"``, eq. 12's weighted lasso
     ``sum_j beta_j |w_j| + C sum_P max(0, 1 - w^T(x_i - x_j))^2`` with
     ``beta = weights``.  Solved by proximal Newton with coordinate descent
-    (:func:`refimpl.solvers.prox_newton`, the default ``solver="newton"``)
-    or by :func:`refimpl.solvers.apg` (``solver="fista"``: their
-    Algorithm 1, with a line search instead of the fixed ``1/L``, prox =
+    (:func:`refimpl.solvers.prox_newton`, ``solver="newton"``) or by
+    :func:`refimpl.solvers.apg` (``solver="fista"``: their Algorithm 1,
+    with a line search instead of the fixed ``1/L``, prox =
     soft-thresholding, eqs. 11-12), from ``w = 0``, until the minimum-norm
     subgradient (Newton) or the gradient mapping (FISTA) has dropped to
     ``tol`` times its value at 0: ``||G_L(z_k)|| <= tol ||G_L(0)||``.
-    Both stop at the same certified tolerance; Newton gets there 10-400
-    times faster on LETOR data (``benchmarks/bench_defaults.py``), so it is
-    the default, and FISTA is one argument away.
+    Both stop at the same certified tolerance.  The default
+    ``solver="auto"`` takes the one :func:`choose_solver` models as
+    faster on the data's shape: Newton on LETOR data (10-400 times faster
+    than FISTA there, ``benchmarks/bench_defaults.py``), FISTA where a
+    Newton step's ``d x d`` Hessian costs hundreds of FISTA iterations
+    (a wide, sparse ``X``); the paper's FISTA is one argument away.
 
     With ``penalty`` one of ``"log"``, ``"mcp"``, ``"lp"``, ``"scad"`` the
     ``||w||_1`` term becomes ``sum_j g(|w_j|)`` (eq. 2 scaled by ``C``, see
@@ -165,9 +222,11 @@ class SparseRankSVM(LinearRanker):
     backend : {"auto", "pairs", "numpy", "tree"}, default "auto"
         How the loss is evaluated; see
         :class:`refimpl.losses.PairwiseSquaredHinge`.
-    solver : {"newton", "fista"}, default "newton"
+    solver : {"auto", "newton", "fista"}, default "auto"
         The convex solver (of eq. 7 / eq. 12, and of every reweighting
-        pass): proximal Newton with coordinate descent
+        pass); ``"auto"``: the one :func:`choose_solver` picks from the
+        shape of ``X`` and the number of pairs (``solver_``).  Proximal
+        Newton with coordinate descent
         (:func:`refimpl.solvers.prox_newton`), whose stop -- the
         minimum-norm subgradient at most ``tol`` times its value at 0 --
         implies FISTA's gradient-mapping test with the same ``tol``, or
@@ -205,6 +264,8 @@ class SparseRankSVM(LinearRanker):
         FISTA: the final ``L`` of the line search (or the fixed constant);
         nan with ``solver="newton"``.
     backend_ : str
+    solver_ : str
+        The solver used, ``"newton"`` or ``"fista"`` (``solver`` resolved).
 
     See Also
     --------
@@ -254,7 +315,7 @@ class SparseRankSVM(LinearRanker):
     def __init__(self, C=1.0, penalty="l1", weights=None, eps=None, gamma=2.0,
                  p=0.5, a=3.7, lam=None, max_outer=30, tol_outer=1e-4, warm_start=True,
                  tol=1e-6, max_iter=10000, line_search="backtracking",
-                 accelerated=True, restart=False, backend="auto", solver="newton"):
+                 accelerated=True, restart=False, backend="auto", solver="auto"):
         self.C = C
         self.penalty = penalty
         self.weights = weights
@@ -288,6 +349,17 @@ class SparseRankSVM(LinearRanker):
         except DataError as err:
             raise ParameterError(str(err)) from None
 
+    def _resolve_solver(self, loss):
+        """``solver``, with ``"auto"`` resolved by :func:`choose_solver`; sets ``solver_``."""
+        solver = self.solver
+        if solver == "auto":
+            X = loss.X
+            n = X.shape[0]
+            solver = choose_solver(n, X.shape[1], loss.n_pairs,
+                                   X.nnz / max(n, 1) if sp.issparse(X) else None)
+        self.solver_ = solver
+        return solver
+
     def _hinge_options(self):
         """How the fit builds its squared hinge, and its memory model counts it."""
         # FISTA asks for values and gradients, proximal Newton for one
@@ -313,11 +385,15 @@ class SparseRankSVM(LinearRanker):
         model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
             n_levels=n_levels, **self._hinge_options())
-        if self.solver == "fista":
+        solver = self.solver
+        if solver == "auto":
+            # the shape does not tell whether X is sparse: "auto" resolves
+            # as for a dense X, as the fit on it does
+            solver = choose_solver(n_docs, n_features, n_pairs)
+        if solver == "fista":
             # values and gradients only: the loss's arrays and O(d) iterates
             return model
-        # proximal Newton's Hessian (any solver but FISTA is counted as it,
-        # the larger of the two)
+        # proximal Newton's Hessian
         newton = prox_newton_memory(n_docs=n_docs, n_pairs=n_pairs,
                                     n_features=n_features, max_query=max_query,
                                     backend=model.hinge_backend)
@@ -344,7 +420,8 @@ class SparseRankSVM(LinearRanker):
         if concave is not None:
             return self._fit_reweighted(problem, concave)
         loss, smooth, penalty = self._problem(problem)
-        if self.solver == "newton":
+        solver = self._resolve_solver(loss)
+        if solver == "newton":
             result = prox_newton(smooth, penalty, tol=float(self.tol),
                                  max_iter=int(self.max_iter))
         else:
@@ -409,7 +486,8 @@ class SparseRankSVM(LinearRanker):
     def _fit_reweighted(self, problem, concave):
         loss = PairwiseSquaredHinge(problem, **self._hinge_options())
         smooth = ScaledSmooth(loss, float(self.C))
-        if self.line_search == "fixed" and self.solver == "fista":
+        solver = self._resolve_solver(loss)
+        if self.line_search == "fixed" and solver == "fista":
             # the reweighting passes share f, so one constant serves them all
             raise ParameterError("line_search='fixed' is not supported with non-convex "
                             "penalties; use 'backtracking' or 'nemirovski'")
@@ -419,7 +497,7 @@ class SparseRankSVM(LinearRanker):
                                max_iter=int(self.max_iter),
                                line_search=self.line_search,
                                accelerated=bool(self.accelerated),
-                               restart=self.restart, solver=self.solver)
+                               restart=self.restart, solver=solver)
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("SparseRankSVM produced non-finite coefficients")
         self.coef_ = result.w
@@ -440,7 +518,7 @@ class SparseRankSVM(LinearRanker):
 
 
 def ranksvm_l1_path(X, y, qid=None, Cs=(1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0), *,
-                    solver="newton", tol=1e-6, max_iter=10000, backend="auto",
+                    solver="auto", tol=1e-6, max_iter=10000, backend="auto",
                     warm_start=True):
     """RankSVM-l1 (Laporte et al. 2014, eq. 7) along a grid of ``C``, warm-started.
 
@@ -460,9 +538,11 @@ def ranksvm_l1_path(X, y, qid=None, Cs=(1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0), *,
         As for :meth:`refimpl.estimators.SparseRankSVM.fit`.
     Cs : sequence of float
         The loss weights, each finite and > 0, any order.
-    solver : {"newton", "fista"}, default "newton"
+    solver : {"auto", "newton", "fista"}, default "auto"
         :func:`refimpl.solvers.prox_newton` or :func:`refimpl.solvers.apg`
-        (backtracking, ``stop="gradient_mapping"``).
+        (backtracking, ``stop="gradient_mapping"``); ``"auto"`` as
+        :class:`~refimpl.estimators.SparseRankSVM` resolves it
+        (:func:`choose_solver`).
     tol, max_iter, backend
         As for :class:`~refimpl.estimators.SparseRankSVM`.
     warm_start : bool, default True
@@ -483,6 +563,10 @@ def ranksvm_l1_path(X, y, qid=None, Cs=(1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0), *,
                              f"got {Cs!r}")
     loss = PairwiseSquaredHinge(ranking_problem(X, y, qid), backend=backend)
     n = loss.n_features
+    if solver == "auto":
+        m = loss.X.shape[0]
+        solver = choose_solver(m, n, loss.n_pairs,
+                               loss.X.nnz / max(m, 1) if sp.issparse(loss.X) else None)
     loss.fun(np.zeros(n))
     g0 = np.asarray(loss.grad(np.zeros(n)), dtype=np.float64)
     coefs = np.zeros((Cs.size, n))

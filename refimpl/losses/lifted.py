@@ -69,6 +69,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import DataError
+from ..kernels import pairs as _pk
 from ..pairs import pair_counts
 from ._base import CachedObjective
 
@@ -317,6 +318,9 @@ def _sum_pair_inf_norm_sq(loss):
     """
     X = loss.X
     pairs = getattr(loss, "pairs", None)
+    if pairs is not None and not sp.issparse(X):
+        return float(_pk.sum_pair_inf_norm_sq(np.ascontiguousarray(X, dtype=np.float64),
+                                              pairs.i, pairs.j))
     if pairs is not None:
         total = 0.0
         chunk = PAIR_CHUNK
