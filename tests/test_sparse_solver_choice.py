@@ -78,8 +78,9 @@ def test_estimate_memory_counts_newtons_hessian_only_when_newton_is_chosen():
     newton = SparseRankSVM(solver="newton").estimate_memory(**shape)
     fista = SparseRankSVM(solver="fista").estimate_memory(**shape)
     assert auto.terms == newton.terms
-    assert newton.terms["Newton Hessian"] == 2 * 8 * 45 ** 2
-    assert "Newton Hessian" not in fista.terms
+    # the d x d Hessians (refimpl.estimators._base.prox_newton_memory)
+    assert newton.terms["newton hessian"] >= 4 * 8 * 45 ** 2
+    assert "newton hessian" not in fista.terms
     wide = dict(n_docs=777, n_pairs=5934, n_features=700, max_query=40)
     assert choose_solver(777, 700, 5934) == "fista"
-    assert "Newton Hessian" not in SparseRankSVM().estimate_memory(**wide).terms
+    assert "newton hessian" not in SparseRankSVM().estimate_memory(**wide).terms
