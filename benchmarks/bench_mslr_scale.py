@@ -19,9 +19,18 @@ RankSVM's in the same run.
 ``--full`` runs instead every method's full registry grid on Fold 1
 through ``python -m refimpl run --backend dask --n-jobs 2`` (a LocalCluster
 of two single-threaded workers), one runner per method, and prints the
-number of fits, their summed and largest fit time, the wall time, the
-peak memory (the largest process of the run) and the selected setting.  A fresh
-output directory per run, so nothing comes from the runner's cache.
+number of fits, how many met their stopping rule, their summed and largest
+fit time, the wall time, the peak memory (the largest process of the run)
+and the selected setting.  A fit that did not meet its stopping rule is
+one of three things, counted apart (:func:`fit_outcome`): ``n_at_cap``, a
+method whose registry keeps a paper's iteration cap (:data:`PAPER_CAP`:
+FenchelRank's T = 1000, LifeRank's 1,000 steps) stopped there without the
+certificate; ``n_na``, a method with no stopping rule
+(:data:`NO_STOPPING_RULE`: least squares, LambdaMART's fixed rounds); and
+``n_unconverged``, everything else.  The JSON keeps each fit's outcome,
+iterations, warnings and the scale guard's estimate, and the table flags a
+method whose measured peak is above the largest estimate.  A fresh output
+directory per run, so nothing comes from the runner's cache.
 
 Prints, per method: the setting, the loss backend (``tree`` wherever the
 squared hinge's tree applies: no explicit pairs), the load time of the fold
@@ -225,7 +234,53 @@ def grid_size(method):
     return len(expand_grid(get_method(method).grid))
 
 
-def main_full(args, root, methods, out):
+#: Methods whose fit has no stopping rule to certify: their runner rows
+#: record ``converged`` as "" (no ``converged_``), counted as ``n_na``.
+NO_STOPPING_RULE = {
+    "linreg": "closed-form least squares: exact by construction",
+    "lambdamart": "a fixed number of boosting rounds: no convergence test",
+}
+
+#: Methods whose registry keeps a paper's iteration cap because the paper's
+#: table depends on it -> (the capped solver's ConvergenceWarning prefix,
+#: the cap).  A fit that ends at the cap without its certificate, and whose
+#: only convergence warnings are that solver's, is counted as ``n_at_cap``
+#: (neither converged nor failed); a warning of any other stage (the
+#: RankSVM after LifeRank) makes it "unconverged".
+PAPER_CAP = {
+    "fenchelrank": ("FenchelRank did not converge",
+                    "Lai et al. (2013a): T = 1000, Algorithm 1, gap 1e-3"),
+    **{m: ("bdmm:", "Pandey et al. (2018): 1,000 BDMM steps")
+       for m in ("liferank-ranksvm", "liferank-linreg", "liferank-ranksvm-hinge")},
+}
+
+
+def fit_outcome(method, task):
+    """One successful task's stopping state: "converged", "cap", "n/a" or "unconverged".
+
+    "cap" only for :data:`PAPER_CAP` methods whose fit ran the cap's
+    ``max_iter`` iterations without its certificate; any other uncertified
+    fit is "unconverged", never hidden.
+    """
+    conv = task["converged"]
+    if conv == "True":
+        return "converged"
+    if conv == "":
+        return "n/a" if method in NO_STOPPING_RULE else "unconverged"
+    from refimpl.experiments.registry import get_method
+
+    if method not in PAPER_CAP:
+        return "unconverged"
+    cap = {**dict(get_method(method).fixed), **json.loads(task["params"])}.get("max_iter")
+    others = [w for w in task.get("warnings", "").split(" | ")
+              if w.startswith("ConvergenceWarning")
+              and not w.split(": ", 1)[1].startswith(PAPER_CAP[method][0])]
+    if cap is not None and int(task["n_iter"]) >= int(cap) and not others:
+        return "cap"
+    return "unconverged"
+
+
+def main_full(args, root, methods, out, on_result=None):
     """``--full``: every method's registry grid through the dask runner."""
     header = (f"{'method':22s} {'fits':>5s} {'ok':>3s} {'conv':>4s} "
               f"{'fit s sum':>9s} {'fit s max':>9s} {'wall s':>7s} {'peak GB':>7s} "
@@ -242,9 +297,11 @@ def main_full(args, root, methods, out):
         ok = [t for t in tasks if t["status"] == "ok"]
         fits = [float(t["fit_time"]) for t in ok]
         cpu = [float(t["cpu_time"]) for t in ok if t.get("cpu_time")]
-        conv = sum(t["converged"] == "True" for t in ok)
+        outcomes = [fit_outcome(method, t) for t in ok]
+        conv = outcomes.count("converged")
         # an estimator without a stopping rule (linreg, lambdamart) has none
-        conv_col = f"{conv:4d}" if any(t["converged"] for t in ok) else f"{'-':>4s}"
+        conv_col = f"{'-':>4s}" if method in NO_STOPPING_RULE else f"{conv:4d}"
+        est = [float(t["est_peak_mb"]) * 2**20 for t in tasks if t.get("est_peak_mb")]
         if sel is not None:
             params = json.loads(sel["params"])
             setting = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -264,9 +321,31 @@ def main_full(args, root, methods, out):
         bad = [t for t in tasks if t["status"] != "ok"]
         for t in bad[:3]:
             print(f"  {t['status']}: {t['params']}: {t['error'][:150]}")
+        if method in NO_STOPPING_RULE:
+            print(f"  converged n/a: {NO_STOPPING_RULE[method]}")
+        if outcomes.count("cap"):
+            print(f"  {outcomes.count('cap')} of {len(ok)} stopped at the paper's cap "
+                  f"without the certificate: {PAPER_CAP[method][1]}")
+        if outcomes.count("unconverged"):
+            print(f"  {outcomes.count('unconverged')} of {len(ok)} NOT converged")
+        if est and max(est) < peak:
+            print(f"  the scale guard's estimate {max(est) / 2**30:.2f} GB is below "
+                  f"the measured peak {peak / 2**30:.2f} GB")
         results.append({"method": method, "n_grid": n_grid,
                         "n_fits": len(tasks), "n_ok": len(ok),
-                        "n_converged": conv, "fit_seconds": fits,
+                        "n_converged": conv, "n_at_cap": outcomes.count("cap"),
+                        "n_na": outcomes.count("n/a"),
+                        "n_unconverged": outcomes.count("unconverged"),
+                        "est_peak_bytes_max": max(est, default=None),
+                        "tasks": [{"params": t["params"], "status": t["status"],
+                                   "outcome": o, "converged": t["converged"],
+                                   "n_iter": t["n_iter"],
+                                   "fit_seconds": float(t["fit_time"]),
+                                   "est_peak_bytes": float(t["est_peak_mb"]) * 2**20
+                                   if t.get("est_peak_mb") else None,
+                                   "warnings": t.get("warnings", "")[:300]}
+                                  for t, o in zip(ok, outcomes)],
+                        "fit_seconds": fits,
                         "fit_seconds_sum": sum(fits), "cpu_seconds": cpu,
                         "cpu_seconds_sum": sum(cpu), "wall": wall,
                         "peak_bytes": peak, "selected": sel,
@@ -274,6 +353,8 @@ def main_full(args, root, methods, out):
                         "errors": [(t["params"], t["error"]) for t in bad]})
         if method in NORMALIZE:
             print(f"  --normalize {NORMALIZE[method][0]}: {NORMALIZE[method][1]}")
+        if on_result is not None:
+            on_result(results)
     return results
 
 
@@ -347,13 +428,18 @@ def main(argv=None):
           f"{os.environ.get('OMP_NUM_THREADS')}/{os.environ.get('OPENBLAS_NUM_THREADS')}/"
           f"{os.environ.get('NUMBA_NUM_THREADS')}")
     if args.full:
-        results = main_full(args, root, methods, out)
-        meta = {"queries": args.queries, "seed": args.seed, "real": args.real,
-                "mode": "full", "workers": args.workers, "results": results}
-        for path in [out / "bench_mslr_scale_full.json", args.json]:
-            if path:
-                with open(path, "w") as f:
-                    json.dump(meta, f, indent=1, default=str)
+        def write(results):
+            # after every method, so a run stopped part-way keeps what it did
+            meta = {"queries": args.queries, "seed": args.seed, "real": args.real,
+                    "mode": "full", "workers": args.workers,
+                    "date": time.strftime("%Y-%m-%d", time.gmtime()),
+                    "results": results}
+            for path in [out / "bench_mslr_scale_full.json", args.json]:
+                if path:
+                    with open(path, "w") as f:
+                        json.dump(meta, f, indent=1, default=str)
+
+        main_full(args, root, methods, out, on_result=write)
         print(f"(results in {out})")
         return
     seconds, peak = load_only(root)
