@@ -51,19 +51,24 @@ Usage::
     python benchmarks/bench_mslr_scale.py --real --letor-home ~/.cache/refimpl
     python benchmarks/bench_mslr_scale.py --full --queries 1000
 
-``--json PATH`` also writes the results there.  Recorded runs:
-``benchmarks/bench_mslr_scale.json`` (RankSVM and the sparse methods at
-SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json`` (``--full``,
-every method, 300 queries) and ``bench_mslr_scale_full_q1000.json``
-(``--full``, every method but the two hinge-loss ones, 1,000 queries), all
-2026-11-25; ``bench_mslr_scale_full_q10000.json`` (2026-11-26, ``--full``,
-every method, 10,000 queries, the SVMrank ones on QueryLevelNorm features:
-:data:`NORMALIZE`; its ``cpu_seconds`` were read from the same run's
-``tasks.csv``, the field being added to the script during the run);
-``bench_mslr_scale_full_q1000_gas-e.json`` (``--full --queries 1000
---methods gas-e``, after the second stage's certified stop: 8 of 8 fits
-converged, where ``bench_mslr_scale_full_q1000.json`` has 4 of 8; on a
-2-core machine shared with other jobs, so its times are not comparable).
+``--json PATH`` also writes the results there.  Recorded runs (each
+JSON has its date): ``benchmarks/bench_mslr_scale.json`` (RankSVM and the
+sparse methods at SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json``
+(``--full``, every method, 300 queries), ``bench_mslr_scale_full_q1000.json``
+(``--full``, every method but the two hinge-loss ones, 1,000 queries, before
+the stopping states were counted apart: its ``n_converged`` counts a capped
+or rule-less fit as unconverged), ``bench_mslr_scale_full_q10000.json``
+(``--full``, every method, 10,000 queries, the SVMrank ones on
+QueryLevelNorm features: :data:`NORMALIZE`; its ``cpu_seconds`` were read
+from the same run's ``tasks.csv``, the field being added to the script
+during the run), ``bench_mslr_scale_full_q1000_gas-e.json`` (``--full
+--queries 1000 --methods gas-e``, after the second stage's certified stop:
+8 of 8 fits converged, where ``bench_mslr_scale_full_q1000.json`` has 4 of
+8) and ``bench_mslr_scale_full_q1000_stopping.json`` (``--full --queries
+1000`` with the stopping states counted apart, the methods it reached
+before it was stopped: linear regression, LambdaMART, FenchelRank).  The
+last two ran on a 2-core machine shared with other jobs, so their times
+are not comparable with the others'.
 """
 
 from __future__ import annotations
