@@ -130,7 +130,7 @@ SKIP: dict[str, str] = {}
 #: (one HingeRankSVM fit, tol 1e-6, machine shared with other jobs):
 #: C = 1e-3 converges in 265 planes (26 s CPU); C = 100, the grid's top,
 #: still has a relative gap of 0.33 after 289 planes (90 s CPU), with the
-#: gap moving by under 1 % in the last 20.  A runner's --full grid on raw
+#: gap moving by 2 % over the last 20.  A runner's --full grid on raw
 #: features is therefore not run; the QueryLevelNorm rows are SVMrank on
 #: another problem than the other methods' rows, and the tables say so.
 NORMALIZE = {
