@@ -129,8 +129,8 @@ SKIP: dict[str, str] = {}
 #: scale, hence the problem.  Measured on the 1,000-query set's raw Fold 1
 #: (one HingeRankSVM fit, tol 1e-6, machine shared with other jobs):
 #: C = 1e-3 converges in 265 planes (26 s CPU); C = 100, the grid's top,
-#: still has a relative gap of 0.33 after 289 planes (90 s CPU), with the
-#: gap moving by 2 % over the last 20.  A runner's --full grid on raw
+#: still has a relative gap of 0.33 after 289 planes (90 s CPU) and 0.10
+#: after 368 (about 4 min CPU; tol 1e-6), stopped there.  A --full grid on raw
 #: features is therefore not run; the QueryLevelNorm rows are SVMrank on
 #: another problem than the other methods' rows, and the tables say so.
 NORMALIZE = {
