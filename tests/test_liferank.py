@@ -712,3 +712,34 @@ def test_pipeline_memory_fits_each_first_stage_once(tmp_path, monkeypatch):
     for _ in range(2):
         with pytest.warns(ConvergenceWarning, match="max_iter=30"):
             LifeRankPipeline(**kw, memory=memo).fit(X, y, qid)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pipeline_converged_needs_both_stages(monkeypatch):
+    """``LifeRankPipeline.converged_`` is LifeRank's and the ranker's: a first
+    stage stopped at ``max_iter``, or a RankSVM stage that did not converge,
+    never reads as a converged pipeline."""
+    from refimpl.estimators import LifeRankPipeline, RankSVM
+    from refimpl.estimators import baselines
+
+    X, y, qid = small(16, n_queries=6)
+    kw = {"n_components": 2, "lam": 0.05, "lr": 0.1}
+    done = LifeRankPipeline(**kw, max_iter=20000).fit(X, y, qid)
+    assert done.liferank_.converged_ and done.ranker_.converged_ and done.converged_
+    capped = LifeRankPipeline(**kw, max_iter=5).fit(X, y, qid)
+    assert capped.liferank_.n_iter_ == 5 and not capped.liferank_.converged_
+    assert capped.ranker_.converged_ and not capped.converged_
+    # least squares has no stopping rule: LifeRank's alone decides
+    assert LifeRankPipeline(**kw, ranker="linreg", max_iter=20000).fit(
+        X, y, qid).converged_
+
+    class Unconverged(RankSVM):
+        def _fit(self, problem, **kwargs):
+            super()._fit(problem, **kwargs)
+            self.converged_ = False
+            return self
+
+    monkeypatch.setattr(baselines, "RankSVM", Unconverged)
+    second = LifeRankPipeline(**kw, max_iter=20000).fit(X, y, qid)
+    assert second.liferank_.converged_ and not second.ranker_.converged_
+    assert not second.converged_

@@ -355,6 +355,13 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     ranker_ : RankSVM, HingeRankSVM or LinearRegressionRanker
     coef_ : ndarray of shape (n_features,)
         ``components_ @ ranker_.coef_``.
+    n_iter_ : int
+        LifeRank's iterations.
+    converged_ : bool
+        Both stages certified: LifeRank's stopping test held before its
+        ``max_iter`` and the RankSVM stage converged (least squares always
+        does).  ``liferank_.converged_`` and ``ranker_.converged_`` tell
+        which stage did not.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -452,7 +459,10 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         self.ranker_ = second
         self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)
         self.n_iter_ = life.n_iter_
-        self.converged_ = life.converged_
+        # both stages: a first stage at its cap or a second stage that did
+        # not converge must not read as a converged pipeline (least squares
+        # is exact by construction, so it has no converged_)
+        self.converged_ = bool(life.converged_ and getattr(second, "converged_", True))
         self.n_features_in_ = X.shape[1]
         return self
 
