@@ -19,7 +19,6 @@ from ..exceptions import ParameterError
 from ..features import pearson_importance, pearson_similarity
 from ..losses import FSMRankSmooth, LiftedLoss, PairwiseSquaredHinge
 from ..losses.lifted import (
-    PAIR_CHUNK,
     PSD_MODES,
     convexify_similarity,
     lift_importance,
@@ -291,12 +290,10 @@ class FSMRank(LinearRanker):
         model = squared_hinge_memory(
             n_docs=n_docs, n_pairs=n_pairs, n_features=n_features, grouped=grouped,
             n_levels=n_levels, terms=terms, **self._hinge_options())
-        if model.hinge_backend != "tree" and self.L0 is None:
-            # Theorem 1's bound on explicit pairs
-            # (losses.lifted._sum_pair_inf_norm_sq): X[i], X[j] and their
-            # difference for a chunk of PAIR_CHUNK pairs at once
-            rows = min(PAIR_CHUNK, n_pairs)
-            model.terms["lipschitz bound"] = 3 * rows * n_features * 8
+        # Theorem 1's bound on explicit pairs is one compiled pass over a
+        # dense X (kernels.pairs.sum_pair_inf_norm_sq): nothing beyond it;
+        # a sparse X's chunks of PAIR_CHUNK pairs are not modelled, as no
+        # model here counts sparse X
         return model
 
     def fit(self, X, y, qid=None):

@@ -303,9 +303,9 @@ class LiftedLoss(CachedObjective):
         return self.base.scores(self.collapse(w))
 
 
-#: Pairs per chunk of :func:`_sum_pair_inf_norm_sq` (explicit pairs): it
-#: gathers ``X[i]`` and ``X[j]`` of a chunk and their difference, three
-#: ``PAIR_CHUNK x d`` matrices at once (FSMRank's memory model counts them).
+#: Pairs per chunk of :func:`_sum_pair_inf_norm_sq` on a sparse ``X``
+#: (explicit pairs): it gathers ``X[i]`` and ``X[j]`` of a chunk and their
+#: difference, three ``PAIR_CHUNK x d`` sparse matrices at once.
 PAIR_CHUNK = 1 << 16
 
 
