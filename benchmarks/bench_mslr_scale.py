@@ -54,21 +54,16 @@ Usage::
 ``--json PATH`` also writes the results there.  Recorded runs (each
 JSON has its date): ``benchmarks/bench_mslr_scale.json`` (RankSVM and the
 sparse methods at SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json``
-(``--full``, every method, 300 queries), ``bench_mslr_scale_full_q1000.json``
-(``--full``, every method but the two hinge-loss ones, 1,000 queries, before
-the stopping states were counted apart: its ``n_converged`` counts a capped
-or rule-less fit as unconverged), ``bench_mslr_scale_full_q10000.json``
+(``--full``, every method, 300 queries), ``bench_mslr_scale_full_q10000.json``
 (``--full``, every method, 10,000 queries, the SVMrank ones on
 QueryLevelNorm features: :data:`NORMALIZE`; its ``cpu_seconds`` were read
 from the same run's ``tasks.csv``, the field being added to the script
-during the run), ``bench_mslr_scale_full_q1000_gas-e.json`` (``--full
---queries 1000 --methods gas-e``, after the second stage's certified stop:
-8 of 8 fits converged, where ``bench_mslr_scale_full_q1000.json`` has 4 of
-8) and ``bench_mslr_scale_full_q1000_stopping.json`` (``--full --queries
-1000`` with the stopping states counted apart, the methods it reached
-before it was stopped: linear regression, LambdaMART, FenchelRank).  The
-last two ran on a 2-core machine shared with other jobs, so their times
-are not comparable with the others'.
+during the run) and ``bench_mslr_scale_full_q1000.json`` (``--full
+--queries 1000`` with the stopping states counted apart, every method: two
+runs of the same command merged, the first stopped after linear
+regression, LambdaMART and FenchelRank, the second given the other 12 by
+``--methods``; on a 2-core machine shared with other jobs, so its times
+are not comparable with the others').
 """
 
 from __future__ import annotations
