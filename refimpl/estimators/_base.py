@@ -87,7 +87,7 @@ def stage_params(stage, names):
 class LossBackend(StrEnum):
     """The loss backend(s) a fit uses, as the runner records them.
 
-    The squared hinge's backends (:data:`refimpl.losses.squared_hinge.BACKENDS`
+    The squared hinge's backends (``refimpl.losses.squared_hinge.BACKENDS``
     resolved: ``"tree"``, ``"pairs"``, ``"numpy"``), LifeRank's logistic loss on
     explicit pairs, that followed by its second stage's, or ``"-"`` (no
     pairwise loss).  A ``StrEnum``: each member is its string, so tables and
@@ -309,7 +309,7 @@ class LinearRanker(_Ranker, BaseEstimator):
     A subclass declares ``_parameter_constraints`` (scikit-learn's
     vocabulary), defines ``__init__`` (storing its parameters unchanged),
     ``fit(X, y, qid=None)`` (which calls ``self._validate_params()``, then
-    :func:`refimpl._validation.check_fit_input` once, and sets ``coef_``)
+    ``refimpl._validation.check_fit_input`` once, and sets ``coef_``)
     and ``estimate_memory`` (a :class:`MemoryEstimate`); CONTRIBUTING.md
     walks through one.
 

@@ -12,7 +12,7 @@ scale guard asks the estimator's ``estimate_memory``.  Adding a method is
 one call of :func:`register` (CONTRIBUTING.md walks through one); the
 runner, the command line, the scale guard and the chapters pick it up from
 :data:`METHODS`.  The papers' methods are registered by
-:mod:`refimpl.experiments.methods`.
+``refimpl.experiments.methods``.
 
 Derived in: book/10_running_experiments.md#run-registry
 """

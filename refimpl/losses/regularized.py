@@ -34,7 +34,7 @@ class L2Regularized(CachedObjective):
     first-order loss (``fun``, ``grad``, ``n_features`` and no ``hess_vec``,
     e.g. :class:`~refimpl.losses.PairwiseLogistic`) the objective has
     ``fun`` and ``grad`` only, so a first-order solver
-    (:func:`refimpl.solvers.apg` with :class:`refimpl.penalties.Zero`)
+    (:func:`refimpl.solvers.apg` with ``refimpl.penalties.Zero``)
     minimises it, and ``hasattr(objective, "hess_vec")`` is ``False``
     rather than a method that fails when a second-order solver calls it.
 

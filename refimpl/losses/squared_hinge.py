@@ -628,25 +628,25 @@ class PairwiseSquaredHinge(CachedObjective):
     @property
     def dense_hessian(self):
         """Proximal Newton's ``dense_hessian`` capability
-        (:mod:`refimpl.losses._protocol`): the generalised Hessian matrix
+        (``refimpl.losses._protocol``): the generalised Hessian matrix
         from the active pairs' Laplacian (explicit pairs, or the tree on a
-        dense ``X``; :mod:`refimpl.losses._hinge_hessian`), else None."""
+        dense ``X``; ``refimpl.losses._hinge_hessian``), else None."""
         return _dense_hessian(self)
 
     @property
     def pair_blocks(self):
         """FenchelRank's ``pair_blocks`` capability
-        (:mod:`refimpl.losses._protocol`): :meth:`label_blocks` with the
+        (``refimpl.losses._protocol``): :meth:`label_blocks` with the
         compiled passes of Algorithm 1 over them
-        (:class:`refimpl.losses._score_space.PairBlocks`), or None."""
+        (``refimpl.losses._score_space.PairBlocks``), or None."""
         return _pair_blocks(self)
 
     @property
     def score_space(self):
         """FenchelRank's ``score_space`` capability
-        (:mod:`refimpl.losses._protocol`): the scores ``X w`` carried along
+        (``refimpl.losses._protocol``): the scores ``X w`` carried along
         the l1-ball steps, with explicit pairs or the selection tree
-        (:mod:`refimpl.losses._score_space`; reading it copies ``X``
+        (``refimpl.losses._score_space``; reading it copies ``X``
         column-major up to ``FORTRAN_COPY_BYTES``), else None."""
         return _score_space(self)
 

@@ -1,12 +1,12 @@
 """Solvers: pure functions of an objective object, returning :class:`SolverResult`.
 
 Solvers never see data.  They talk to the objective through the loss
-protocol of :mod:`refimpl.losses._protocol`: ``fun(w)``, ``grad(w)`` and
+protocol of ``refimpl.losses._protocol``: ``fun(w)``, ``grad(w)`` and
 ``hess_vec(s)`` under LIBLINEAR's caching contract
 (:class:`refimpl.losses.SmoothObjective`; the objective, gradient and
 generalised Hessian of Lee & Lin 2014, eqs. 9-11), as LIBLINEAR's ``TRON``
 talks to its ``function`` class, and the optional capabilities of
-:data:`refimpl.losses.CAPABILITIES`, which each solver asks for with
+``refimpl.losses.CAPABILITIES``, which each solver asks for with
 :func:`refimpl.losses.capability` and replaces by its generic path when
 the objective does not offer them:
 

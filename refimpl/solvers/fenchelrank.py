@@ -63,7 +63,7 @@ _HISTORY_KEYS = ("obj", "dual", "gap", "step", "j", "nnz", "ls_eval", "time")
 #: backend.  On the label blocks (``line_search="blocks"``, explicit pairs)
 #: one streaming pass over the ``p`` pairs for the value and score gradient
 #: and one for the exact step's breakpoints: ``O(p)``.  On the tree
-#: (:class:`refimpl.losses._score_space.TreeScoreSpace`) a sort of each query's scores and a tree sweep
+#: (``refimpl.losses._score_space.TreeScoreSpace``) a sort of each query's scores and a tree sweep
 #: for each of the Newton line search's 3-6 evaluations:
 #: ``O(sum_q l_q log2 l_q)``.  Both make one pass over ``X`` for the
 #: gradient, which cancels.  A pair costs a few nanoseconds of arithmetic, a
@@ -263,7 +263,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
         :class:`~refimpl.losses.PairwiseLineSearchObjective` (the
         ``"pairs"`` and ``"blocks"`` line searches and the closed-form step
         need them) and its ``score_space`` capability
-        (:data:`refimpl.losses.CAPABILITIES`; the fast variants and the tree
+        (``refimpl.losses.CAPABILITIES``; the fast variants and the tree
         backend carry the scores there); without them every step goes
         through ``fun``, ``grad`` and ``hess_vec``.
     r : float
@@ -470,7 +470,7 @@ def fenchelrank(loss, r, *, tol=1e-3, max_iter=1000, step="exact",
     active (always when ``r max |x_i - x_j|_inf < 1``) the loss is a
     quadratic: sweeps and curvature then come from per-level sums, O(l)
     with no sort, and ``X^T dz`` from a vector carried along the steps, no
-    pass over ``X`` (see :class:`refimpl.losses._score_space.TreeScoreSpace`).  The iterates are those
+    pass over ``X`` (see ``refimpl.losses._score_space.TreeScoreSpace``).  The iterates are those
     of the explicit-pairs path to 1e-12 with the same greedy coordinates
     (``tests/test_fenchelrank_tree.py``, MQ2008 Fold 1 included).  For the
     fast variants a tie between vertices' values ``g^T v`` within
@@ -657,7 +657,7 @@ def _paper_blocks(loss, r, tol, max_iter, callback, blocks):
     blocks, and the loop itself is compiled
     (:func:`refimpl.kernels.fenchel.block_run`; with a callback, one
     update per call).  ``blocks`` is the loss's ``pair_blocks`` capability
-    (:class:`refimpl.losses._score_space.PairBlocks`), which holds the data
+    (``refimpl.losses._score_space.PairBlocks``), which holds the data
     and makes the compiled passes over it; the loop's state is kept here.
     """
     start_time = time.perf_counter()

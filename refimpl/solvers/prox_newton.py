@@ -27,7 +27,7 @@ The squared hinge is piecewise quadratic, so once the active pairs and the
 signs settle one step solves the problem up to the inner tolerance.
 
 *The objective.*  ``f`` is seen through ``fun``, ``grad`` and ``hess_vec``
-only (:mod:`refimpl.losses._protocol`): ``H`` comes from the objective's
+only (``refimpl.losses._protocol``): ``H`` comes from the objective's
 ``dense_hessian`` capability when it offers one (the squared hinge builds
 eq. 11 from the Laplacian of its active pairs), else from ``n``
 Hessian-vector products, the generic path.
@@ -129,10 +129,10 @@ def generalized_hessian(smooth, w):
     r"""The dense generalised Hessian of ``smooth`` at ``w``.
 
     From the objective's ``dense_hessian`` capability
-    (:data:`refimpl.losses.CAPABILITIES`) when it offers one -- for ``c``
+    (``refimpl.losses.CAPABILITIES``) when it offers one -- for ``c``
     times the pairwise squared hinge ``2 c s X^T Lap_A X`` (Lee & Lin
     2014, eq. 11), built from the active pairs' Laplacian
-    (:mod:`refimpl.losses._hinge_hessian`) -- else from ``n`` Hessian-vector
+    (``refimpl.losses._hinge_hessian``) -- else from ``n`` Hessian-vector
     products (:func:`refimpl.solvers.hessian_matrix`).  Leaves the
     objective's cache at ``w``.
 
