@@ -245,6 +245,35 @@ class RankingProblem:
             X = np.ascontiguousarray(X)
         return RankingProblem(X=X, y=self.y, qid=self.qid, groups=self.groups)
 
+    def scaled_columns(self) -> tuple[RankingProblem, np.ndarray]:
+        """Each feature divided by its largest magnitude, and those scales.
+
+        Returns ``(problem, s)`` with ``s_j = max_i |x_ij|`` (1 for a column
+        of zeros) and ``problem.X = X diag(s)^{-1}``, every entry in
+        ``[-1, 1]``; ``y``, ``qid`` and the grouping are unchanged.  A fit
+        on it is the same for ``X diag(c)``, every ``c > 0``: each column's
+        scale cancels.  On LETOR's query-level normalised features every
+        column's maximum is 0 or 1, so ``s = 1`` and this problem itself is
+        returned: a fit that scales its columns is then the plain fit.
+        """
+        X = self.X
+        if sp.issparse(X):
+            peak = (abs(X).max(axis=0).toarray().ravel() if X.nnz
+                    else np.zeros(X.shape[1]))
+        else:
+            peak = (np.abs(X).max(axis=0) if X.shape[0]
+                    else np.zeros(X.shape[1]))
+        s = np.where(peak > 0.0, peak, 1.0).astype(np.float64)
+        if np.all(s == 1.0):
+            return self, s
+        if sp.issparse(X):
+            X = X.copy()
+            X.data = X.data / s[X.indices]
+        else:
+            X = np.ascontiguousarray(X / s)
+        return RankingProblem(X=X, y=self.y, qid=self.qid,
+                              groups=self.groups), s
+
     def pair_support(self, min_share=PAIR_SUPPORT_MIN_SHARE):
         """The documents and features that a pairwise loss can see.
 

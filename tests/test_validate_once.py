@@ -188,6 +188,31 @@ def test_with_columns_keeps_the_grouping():
             assert q.X.flags.c_contiguous
 
 
+def test_scaled_columns_divides_each_feature_by_its_magnitude():
+    X, y, qid = data(7)
+    X[:, 2] = 0.0                                # a column of zeros keeps s = 1
+    X[:, 3] *= -1e5                              # a raw, negative, large one
+    c = np.array([2.0 ** k for k in range(X.shape[1])])
+    for M in (X, sp.csr_matrix(X)):
+        p = ranking_problem(M, y, qid)
+        q, s = p.scaled_columns()
+        assert q.groups is p.groups and q.y is p.y
+        assert s[2] == 1.0 and s[3] == np.abs(X[:, 3]).max()
+        dense = q.X.toarray() if sp.issparse(q.X) else q.X
+        assert np.array_equal(dense, X / s)
+        assert np.abs(dense).max(axis=0)[[0, 1, 3]].tolist() == [1.0] * 3
+        # a power-of-2 rescaling of the columns gives the same problem
+        r, t = ranking_problem(M @ sp.diags(c) if sp.issparse(M) else M * c,
+                               y, qid).scaled_columns()
+        again = r.X.toarray() if sp.issparse(r.X) else r.X
+        live = [0, 1, 3, 4, 5]
+        assert np.array_equal(again, dense) and t[2] == 1.0
+        assert np.array_equal(t[live], (s * c)[live])
+    unit = X / np.where(np.abs(X).max(axis=0) > 0, np.abs(X).max(axis=0), 1.0)
+    p = ranking_problem(unit, y, qid)
+    assert p.scaled_columns()[0] is p            # LETOR's [0, 1] columns
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_feature_measures_on_a_problem_equal_them_on_arrays(calls, seed):
     """GAS's importance and similarity: same values, no grouping on a problem."""
