@@ -117,20 +117,17 @@ SKIP: dict[str, str] = {}
 
 #: ``--full``: methods run on normalised features (``--normalize``), with the
 #: reason.  SVMrank's 1-slack cutting planes need O(C R^2 / eps) planes
-#: (chapter 7, eq. 7.14), and R, the largest pair difference, is about 1e5
-#: on MSLR's raw features: no formulation removes it, since scaling X by s
-#: is the same problem at C s^2.  SVMrank is meant for (and Pandey et al.
-#: ran it on) LETOR's query-level normalised features, so it gets them.
-#: Normalising inside the fit would not help: it changes the regulariser's
-#: scale, hence the problem.  Measured on the 1,000-query set's raw Fold 1
-#: (one HingeRankSVM fit, tol 1e-6, machine shared with other jobs):
-#: C = 1e-3 converges in 265 planes (26 s CPU); C = 100, the grid's top,
-#: still has a relative gap of 0.33 after 289 planes (90 s CPU) and 0.10
-#: after 368 (about 4 min CPU; tol 1e-6), stopped there.  A --full grid on raw
-#: features is therefore not run; the QueryLevelNorm rows are SVMrank on
-#: another problem than the other methods' rows, and the tables say so.
+#: (chapter 7, eq. 7.14 and thm-cutting-plane), and R, the largest pair
+#: difference, is about 1e5 on MSLR's raw features.  HingeRankSVM therefore
+#: divides each feature by its largest magnitude inside the fit and maps the
+#: coefficients back (``feature_scaling="max_abs"``, the default; chapter 7,
+#: prop-hinge-scale): the scores do not depend on the columns' scales, R is
+#: then at most 2 sqrt(d), and on LETOR's QueryLevelNorm features (every
+#: column's maximum 0 or 1) the fit is the plain one, so ``ranksvm-hinge``
+#: runs on the raw features like every other method.  LifeRank's SVMrank
+#: pipeline stays on QueryLevelNorm features until its first stage scales
+#: its input by the same rule.
 NORMALIZE = {
-    "ranksvm-hinge": ("query", "SVMrank on QueryLevelNorm features (as LETOR ships them)"),
     "liferank-ranksvm-hinge": ("query", "SVMrank on QueryLevelNorm features"),
 }
 

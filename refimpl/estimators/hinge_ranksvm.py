@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._compat.sklearn_params import StrOptions
-from .._validation import check_fit_input, reset_fitted
+from .._validation import PAIR_SUPPORT_MIN_SHARE, check_fit_input, reset_fitted
 from ..exceptions import ParameterError
 from ..losses.pairwise_hinge import PairwiseHinge
 from ..solvers.cutting_plane import cutting_plane_ranksvm
@@ -50,16 +50,30 @@ class HingeRankSVM(LinearRanker):
     new plane is violated by at most ``-e`` = 0.001 times the mean number
     of pairs per query, a gap of ``C`` times that).
 
-    **Scale.**  The stop is as scale-equivariant as the problem: on
-    ``(s X, C / s^2)`` (``s > 0``) the objective at ``w / s`` is
-    ``P(w) / s^2``, and so is the dual of the correspondingly scaled planes,
-    so the minimiser is ``w* / s`` and the relative gap, hence the stop, is
-    unchanged.  At a fixed ``C`` no map exists (``||w||^2 / 2`` is not
-    scale invariant): features of scale ``R`` pose the problem of features
-    of scale 1 at ``C R^2``, and the planes needed grow with ``C R^2``
-    (thm-cutting-plane, book/07_ranksvm_ostree.md#ranksvm-hinge).  On raw
-    MSLR features (``R`` about 1e5) use LETOR's query-level normalisation
-    (``load_letor(..., normalize="query")``) or a ``C`` smaller by ``R^2``.
+    **Scale.**  With ``feature_scaling="max_abs"`` (the default) the fit
+    divides each feature by its largest magnitude on the training data,
+    ``s_j = max_i |x_ij|`` (1 for a column of zeros:
+    ``RankingProblem.scaled_columns``), solves the problem above on
+    ``X diag(s)^-1`` and maps the coefficients back, ``coef_ = v / s``, so
+    that ``X coef_`` are the scores of that fit.  In terms of the raw ``w``
+    it minimises eq. (7.15) of the book,
+
+    .. math::
+
+        P_s(w) = \tfrac12 \sum_j s_j^2 w_j^2 + \frac{C}{n}
+            \sum_{(i, j) \in P} \max(0, 1 - w^T (x_i - x_j)),
+
+    which is ``P`` itself when every ``s_j = 1``, as on LETOR's
+    query-level normalised features (every column's maximum 0 or 1): there
+    the fit is bit for bit the unscaled one.  Each column's scale cancels
+    (prop-hinge-scale, book/07_ranksvm_ostree.md#ranksvm-hinge): on
+    ``X diag(c)``, every ``c > 0``, the scores are the same, and the planes
+    needed grow with ``C R^2`` of the scaled data, ``R <= 2 sqrt(d)``
+    (thm-cutting-plane), not with the raw features' scale (about 1e5 on
+    MSLR's).  ``objective_``, ``dual_gap_``, ``history_`` and the ``C`` of
+    the messages are those of the problem solved.  ``feature_scaling=None``
+    solves ``P`` on ``X`` as given (Joachims' ``svm_rank``), whose planes
+    grow with ``C R^2`` of the raw features.
 
     Parameters
     ----------
@@ -72,12 +86,21 @@ class HingeRankSVM(LinearRanker):
     line_search : {"auto"} or bool, default "auto"
         OCAS's line search between planes: ``True`` always, ``False`` never
         (SVMrank's plain loop), ``"auto"`` after the first 50 planes.
+    feature_scaling : {"max_abs"} or None, default "max_abs"
+        ``"max_abs"``: fit on each feature divided by its largest
+        magnitude and map the coefficients back (the problem ``P_s`` above);
+        ``None``: fit ``X`` as given (``P``, SVMrank's problem).
     verbose : bool, default False
         One line per cutting plane.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
+        Weights on the features as given (``v / s`` for the fit ``v`` on
+        the scaled features).
+    feature_scale_ : ndarray of shape (n_features,)
+        The ``s_j`` the features were divided by (all 1 with
+        ``feature_scaling=None``).
     n_iter_ : int
         Cutting planes added.
     converged_ : bool
@@ -114,15 +137,17 @@ class HingeRankSVM(LinearRanker):
         "tol": [POSITIVE],
         "max_iter": [ITERATIONS],
         "line_search": [StrOptions({"auto"}), "boolean"],
+        "feature_scaling": [StrOptions({"max_abs"}), None],
         "verbose": ["boolean"],
     }
 
     def __init__(self, C=1.0, tol=1e-6, max_iter=1000, line_search="auto",
-                 verbose=False):
+                 feature_scaling="max_abs", verbose=False):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
         self.line_search = line_search
+        self.feature_scaling = feature_scaling
         self.verbose = verbose
 
     def estimate_memory(self, *, n_docs, n_pairs, n_features, max_query,
@@ -136,15 +161,26 @@ class HingeRankSVM(LinearRanker):
         ``n_features`` doubles and ``5 M^2`` Gram entries.  The working-set
         QP builds a KKT matrix of order ``M + 1`` and, when it is singular,
         its SVD (three more of that size).  Eight words a document for the
-        O(l log l) pass; never the pairs.
+        O(l log l) pass; never the pairs.  The pair-support copy of ``X``
+        (``RankingProblem.pair_support``: at most ``1 -
+        PAIR_SUPPORT_MIN_SHARE`` of it, built as ``X[rows]`` then its kept
+        columns, two at once) and, with ``feature_scaling="max_abs"``, the
+        column-scaled copy it is taken from (made only when a column's
+        largest magnitude is not 0 or 1; the shape does not tell, so it is
+        always counted).
         """
         M = int(self.max_iter) + 2
-        return MemoryEstimate(terms={
+        terms = {
             "cutting planes": 3 * M * int(n_features) * 8,
             "Gram matrix": 5 * M * M * 8,
             "working-set QP": 4 * (M + 1) * (M + 1) * 8,
             "per-document pass": int(n_docs) * 8 * 8,
-        })
+        }
+        x_bytes = int(n_docs) * int(n_features) * 8
+        terms["pair-support copy"] = int(2 * (1.0 - PAIR_SUPPORT_MIN_SHARE) * x_bytes)
+        if self.feature_scaling == "max_abs":
+            terms["column-scaled copy"] = x_bytes
+        return MemoryEstimate(terms=terms)
 
     def fit(self, X, y, qid=None):
         """Fit on ``(X, y, qid)``; returns ``self``.
@@ -169,17 +205,36 @@ class HingeRankSVM(LinearRanker):
         ``n_queries_in_`` as :class:`RankSVM`'s ``_fit`` expects.
         """
         n_queries = problem.n_queries            # SVMrank's n: every query
+        n_features = problem.n_features
+        if self.feature_scaling == "max_abs":
+            problem, scale = problem.scaled_columns()
+        else:
+            scale = np.ones(n_features)
+        # the scaled copy (when one was made) goes once the support holds
+        # what the loss needs
         support, columns = problem.pair_support()
+        del problem
         loss = PairwiseHinge(support)
+        del support
         result = cutting_plane_ranksvm(loss, float(self.C), n_queries,
                                        tol=float(self.tol),
                                        max_iter=int(self.max_iter),
                                        line_search=self.line_search,
                                        verbose=bool(self.verbose))
+        # the messages speak of the problem solved: C on the scaled features
+        scaled = ("" if np.all(scale == 1.0) else
+                  " (on the features divided by their largest magnitudes, "
+                  "feature_scaling='max_abs')")
         if not np.all(np.isfinite(result.w)):
             raise FloatingPointError("HingeRankSVM produced non-finite coefficients")
-        _check_not_subnormal(self, result.w)
-        self.coef_ = _on_all_columns(result.w, columns, problem.n_features)
+        _check_not_subnormal(self, result.w, scaled)
+        self.feature_scale_ = scale
+        self.coef_ = _on_all_columns(result.w, columns, n_features) / scale
+        if not np.all(np.isfinite(self.coef_)):
+            raise FloatingPointError(
+                "HingeRankSVM's coefficients overflow when mapped back to the "
+                f"features' scales (smallest s_j = {scale.min():.1e}): fit with "
+                "feature_scaling=None or rescale X")
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.history_ = result.as_arrays()
@@ -196,18 +251,21 @@ class HingeRankSVM(LinearRanker):
                     f"w = 0 is within the relative duality gap tol = "
                     f"{float(self.tol):g} of the optimum, as it is for every C <= "
                     f"2 tol |P| / (n ||a_0||^2) = {threshold:.6g} (a_0 the first "
-                    f"cutting plane, eq. 7.13; here C = {float(self.C):g}): "
-                    "raise C above that (or lower tol) for a non-zero model")
+                    f"cutting plane, eq. 7.13{scaled}; here C = "
+                    f"{float(self.C):g}): raise C above that (or lower tol) for "
+                    "a non-zero model")
             _warn_empty(self, message, parameter="C", value=float(self.C),
                         threshold=threshold, stacklevel=stacklevel)
         return self
 
 
-def _check_not_subnormal(estimator, w):
+def _check_not_subnormal(estimator, w, scaled=""):
     """Refuse a ``C`` so small that the weights (of order ``C``) are subnormal.
 
     ``w = C beta^T A``: below the smallest normal double the weights keep
     only a few bits, and the ranking they give is rounding, not the model.
+    ``w`` is the solver's, on the features as the fit scaled them, so the
+    bound is on ``C`` of the problem solved (``scaled`` says which).
     """
     w = np.abs(w[w != 0])
     tiny = np.finfo(np.float64).tiny
@@ -216,9 +274,9 @@ def _check_not_subnormal(estimator, w):
         low = tiny / (float(w.min()) / C)
         raise ParameterError(
             f"The 'C' parameter of {type(estimator).__name__} must be a float in "
-            f"the range [{low:.1e}, inf) for these data. Got {C!r} instead: the "
-            f"weights, of order C, fall below the smallest normal double "
-            f"({tiny:.1e}) and keep only a few bits")
+            f"the range [{low:.1e}, inf) for these data{scaled}. Got {C!r} "
+            f"instead: the weights, of order C, fall below the smallest normal "
+            f"double ({tiny:.1e}) and keep only a few bits")
 
 
 def _zero_certified_C(loss, n_queries, tol):
