@@ -132,7 +132,7 @@ def cvx_optimum(X, y, qid, C):
 @pytest.mark.parametrize("seed, C", [(0, 0.01), (1, 1.0), (2, 10.0), (3, 100.0)])
 def test_matches_cvxpy(seed, C):
     _, X, y, qid = random_ranking(seed, n=50, d=5, n_queries=5, levels=3)
-    model = HingeRankSVM(C=C, tol=1e-9).fit(X, y, qid)
+    model = HingeRankSVM(C=C, tol=1e-9, feature_scaling=None).fit(X, y, qid)
     ref = cvx_optimum(X, y, qid, C)
     ours = primal(model.coef_, X, y, qid, C)
     assert ours == pytest.approx(model.objective_, rel=1e-12)
@@ -145,8 +145,9 @@ def test_queries_without_pairs_count_in_n():
     _, X, y, qid = random_ranking(4, n=40, d=4, n_queries=3)
     X2 = np.vstack([X, np.ones((3, 4))])
     y2, qid2 = np.r_[y, 1, 1, 1], np.r_[qid, 99, 99, 99]
-    model = HingeRankSVM(C=1.0, tol=1e-10).fit(X2, y2, qid2)
-    ref = HingeRankSVM(C=1.0 * 3 / 4, tol=1e-10).fit(X, y, qid)
+    # unscaled: the rows of ones would change the columns' scales
+    model = HingeRankSVM(C=1.0, tol=1e-10, feature_scaling=None).fit(X2, y2, qid2)
+    ref = HingeRankSVM(C=1.0 * 3 / 4, tol=1e-10, feature_scaling=None).fit(X, y, qid)
     np.testing.assert_allclose(model.coef_, ref.coef_, atol=1e-6)
 
 
@@ -193,7 +194,18 @@ def test_parameter_errors_name_the_parameter(name, value):
 def test_overflowing_features_raise(scale):
     _, X, y, qid = random_ranking(0)
     with pytest.raises(NonFiniteError, match=r"(?s)magnitude up to .*rescale X"):
-        HingeRankSVM().fit(X * scale, y, qid)
+        HingeRankSVM(feature_scaling=None).fit(X * scale, y, qid)
+
+
+@pytest.mark.parametrize("scale", [2.0**530, 2.0**990])
+def test_huge_features_fit_when_scaled(scale):
+    """The scores that overflow the unscaled fit are those of X once each
+    column is divided by its magnitude (a power of 2: exactly)."""
+    _, X, y, qid = random_ranking(0)
+    ref = HingeRankSVM().fit(X, y, qid)
+    model = HingeRankSVM().fit(X * scale, y, qid)
+    assert model.converged_
+    np.testing.assert_array_equal((X * scale) @ model.coef_, X @ ref.coef_)
 
 
 def test_nonfinite_input_refused():
@@ -216,7 +228,7 @@ def test_max_iter_warns():
 def test_line_search_variants_reach_the_optimum(line_search):
     _, X, y, qid = random_ranking(7, n=60, d=5, n_queries=4, levels=3)
     model = HingeRankSVM(C=30.0, tol=1e-9, line_search=line_search,
-                         max_iter=3000).fit(X, y, qid)
+                         max_iter=3000, feature_scaling=None).fit(X, y, qid)
     ref = cvx_optimum(X, y, qid, 30.0)
     assert model.converged_
     assert abs(primal(model.coef_, X, y, qid, 30.0) - ref) <= 1e-6 * ref
@@ -226,3 +238,95 @@ def test_line_search_parameter_checked():
     _, X, y, qid = random_ranking(0)
     with pytest.raises(ParameterError, match="'line_search' parameter"):
         HingeRankSVM(line_search="yes").fit(X, y, qid)
+
+
+# ---------------------------------------------------------------------------
+# feature_scaling="max_abs": each column divided by its largest magnitude
+# (book/07_ranksvm_ostree.md, prop-hinge-scale)
+# ---------------------------------------------------------------------------
+
+
+def raw_scale(seed, n_queries=30, top=5):
+    """Synthetic LETOR data with columns on scales 1 .. 10^top (raw
+    features, as MSLR's), and those scales."""
+    from refimpl.data import make_synthetic_letor
+
+    d = make_synthetic_letor(n_queries=n_queries, docs_per_query=(5, 20),
+                             n_noise=10, seed=seed)
+    scale = np.logspace(0, top, d.X.shape[1])
+    np.random.default_rng(seed).shuffle(scale)
+    return d.X * scale, d.y, d.qid
+
+
+def test_scaled_fit_solves_the_weighted_problem():
+    """In terms of the raw w, the fit minimises eq. (7.15):
+    1/2 sum_j s_j^2 w_j^2 plus the hinges, s_j the columns' magnitudes."""
+    _, X, y, qid = random_ranking(8, n=50, d=5, n_queries=5, levels=3)
+    X = X * np.array([1e-3, 0.5, 1.0, 30.0, 1e4])
+    C = 3.0
+    model = HingeRankSVM(C=C, tol=1e-9).fit(X, y, qid)
+    s = np.abs(X).max(axis=0)
+    np.testing.assert_array_equal(model.feature_scale_, s)
+    D = pair_difference_matrix(X, y, qid)
+    n = len(np.unique(qid))
+    w = cp.Variable(X.shape[1])
+    ref = solve(cp.Problem(cp.Minimize(
+        0.5 * cp.sum_squares(cp.multiply(s, w))
+        + C / n * cp.sum(cp.pos(1 - D @ w)))))
+    ours = (0.5 * np.sum((s * model.coef_) ** 2)
+            + C / n * np.maximum(0.0, 1.0 - D @ model.coef_).sum())
+    assert model.converged_
+    assert ours == pytest.approx(model.objective_, rel=1e-9)
+    assert abs(ours - ref) <= 1e-6 * ref
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_scales_cancel(seed):
+    """On X diag(c) the scores are those on X: exactly, for c powers of 2
+    (dividing by the column's magnitude undoes them without rounding)."""
+    X, y, qid = raw_scale(seed)
+    c = 2.0 ** np.random.default_rng(seed).integers(-40, 40, X.shape[1])
+    a = HingeRankSVM(C=10.0).fit(X, y, qid)
+    b = HingeRankSVM(C=10.0).fit(X * c, y, qid)
+    np.testing.assert_array_equal(b.coef_ * c, a.coef_)
+    np.testing.assert_array_equal((X * c) @ b.coef_, X @ a.coef_)
+    np.testing.assert_array_equal(b.feature_scale_, a.feature_scale_ * c)
+    assert a.objective_ == b.objective_ and a.converged_
+
+
+def test_unit_columns_are_the_plain_fit():
+    """Columns whose largest magnitude is 0 or 1 (LETOR's QueryLevelNorm):
+    the scaled fit is the unscaled one, bit for bit."""
+    X, y, qid = raw_scale(2)
+    X = X / np.abs(X).max(axis=0)
+    X[:, 3] = 0.0                                  # a column of zeros
+    a = HingeRankSVM(C=1.0).fit(X, y, qid)
+    b = HingeRankSVM(C=1.0, feature_scaling=None).fit(X, y, qid)
+    np.testing.assert_array_equal(a.feature_scale_, np.ones(X.shape[1]))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.objective_ == b.objective_ and a.n_iter_ == b.n_iter_
+
+
+def test_raw_scale_converges_at_a_large_C():
+    """Columns on scales up to 1e5 at C = 100 (the registry grid's top):
+    the planes grow with C R^2 of the scaled data, R <= 2 sqrt(d), and the
+    fit stops on its certificate within the default budget."""
+    X, y, qid = raw_scale(3, n_queries=40)
+    model = HingeRankSVM(C=100.0).fit(X, y, qid)
+    assert model.converged_
+    assert model.dual_gap_ <= model.tol * model.objective_
+
+
+def test_feature_scaling_parameter_checked():
+    _, X, y, qid = random_ranking(0)
+    with pytest.raises(ParameterError, match="'feature_scaling' parameter"):
+        HingeRankSVM(feature_scaling="l2").fit(X, y, qid)
+
+
+def test_memory_model_counts_the_scaled_copy():
+    shape = dict(n_docs=1000, n_pairs=5000, n_features=40, max_query=50)
+    scaled = HingeRankSVM().estimate_memory(**shape).terms
+    plain = HingeRankSVM(feature_scaling=None).estimate_memory(**shape).terms
+    assert scaled["column-scaled copy"] == 1000 * 40 * 8
+    assert "column-scaled copy" not in plain
+    assert scaled["pair-support copy"] == plain["pair-support copy"]

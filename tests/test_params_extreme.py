@@ -38,7 +38,7 @@ def test_hinge_ranksvm_tiny_C_is_the_first_plane(C):
     X, y, qid = tiny()
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptyModelWarning)
-        model = HingeRankSVM(C=C).fit(X, y, qid)
+        model = HingeRankSVM(C=C, feature_scaling=None).fit(X, y, qid)
     loss = PairwiseHinge(ranking_problem(X, y, qid))
     _, c, n_violated = loss.risk(np.zeros(X.shape[1]))
     n = len(np.unique(qid))

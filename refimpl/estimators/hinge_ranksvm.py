@@ -60,8 +60,8 @@ class HingeRankSVM(LinearRanker):
 
     .. math::
 
-        P_s(w) = \tfrac12 \sum_j s_j^2 w_j^2 + \frac{C}{n}
-            \sum_{(i, j) \in P} \max(0, 1 - w^T (x_i - x_j)),
+        P_s(w) = \\tfrac12 \\sum_j s_j^2 w_j^2 + \\frac{C}{n}
+            \\sum_{(i, j) \\in P} \\max(0, 1 - w^T (x_i - x_j)),
 
     which is ``P`` itself when every ``s_j = 1``, as on LETOR's
     query-level normalised features (every column's maximum 0 or 1): there
