@@ -55,15 +55,17 @@ Usage::
 JSON has its date): ``benchmarks/bench_mslr_scale.json`` (RankSVM and the
 sparse methods at SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json``
 (``--full``, every method, 300 queries), ``bench_mslr_scale_full_q10000.json``
-(``--full``, every method, 10,000 queries, the SVMrank ones on
-QueryLevelNorm features: :data:`NORMALIZE`; its ``cpu_seconds`` were read
+(``--full``, every method, 10,000 queries, both SVMrank methods on
+QueryLevelNorm features, before HingeRankSVM scaled its columns; its ``cpu_seconds`` were read
 from the same run's ``tasks.csv``, the field being added to the script
 during the run) and ``bench_mslr_scale_full_q1000.json`` (``--full
 --queries 1000`` with the stopping states counted apart, every method: two
 runs of the same command merged, the first stopped after linear
 regression, LambdaMART and FenchelRank, the second given the other 12 by
-``--methods``; on a 2-core machine shared with other jobs, so its times
-are not comparable with the others').
+``--methods``, and ``ranksvm-hinge`` from a third given it alone, on raw
+features once HingeRankSVM scaled its columns (:data:`NORMALIZE`); on a
+2-core machine shared with other jobs, so its times are not comparable
+with the others').
 """
 
 from __future__ import annotations
