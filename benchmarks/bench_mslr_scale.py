@@ -119,12 +119,12 @@ SKIP: dict[str, str] = {}
 
 #: ``--full``: methods run on normalised features (``--normalize``), with the
 #: reason.  SVMrank's 1-slack cutting planes need O(C R^2 / eps) planes
-#: (chapter 7, eq. 7.14 and thm-cutting-plane), and R, the largest pair
-#: difference, is about 1e5 on MSLR's raw features.  HingeRankSVM therefore
+#: (chapter 7, eq. 7.14 and thm-cutting-plane), R the planes' norm, which
+#: grows with the features' scale, about 1e5 on MSLR's raw features.  HingeRankSVM therefore
 #: divides each feature by its largest magnitude inside the fit and maps the
 #: coefficients back (``feature_scaling="max_abs"``, the default; chapter 7,
 #: prop-hinge-scale): the scores do not depend on the columns' scales, R is
-#: then at most 2 sqrt(d), and on LETOR's QueryLevelNorm features (every
+#: then at most 2 sqrt(d) times the mean number of pairs per query, and on LETOR's QueryLevelNorm features (every
 #: column's maximum 0 or 1) the fit is the plain one, so ``ranksvm-hinge``
 #: runs on the raw features like every other method.  LifeRank's SVMrank
 #: pipeline stays on QueryLevelNorm features until its first stage scales

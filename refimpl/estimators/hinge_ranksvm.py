@@ -68,8 +68,9 @@ class HingeRankSVM(LinearRanker):
     the fit is bit for bit the unscaled one.  Each column's scale cancels
     (prop-hinge-scale, book/07_ranksvm_ostree.md#ranksvm-hinge): on
     ``X diag(c)``, every ``c > 0``, the scores are the same, and the planes
-    needed grow with ``C R^2`` of the scaled data, ``R <= 2 sqrt(d)``
-    (thm-cutting-plane), not with the raw features' scale (about 1e5 on
+    needed grow with ``C R^2`` of the scaled data, whose planes have norm
+    ``R <= 2 p_bar sqrt(d)`` (``p_bar`` the mean number of pairs per query;
+    thm-cutting-plane), not with the raw features' scale (about 1e5 on
     MSLR's).  ``objective_``, ``dual_gap_``, ``history_`` and the ``C`` of
     the messages are those of the problem solved.  ``feature_scaling=None``
     solves ``P`` on ``X`` as given (Joachims' ``svm_rank``), whose planes
