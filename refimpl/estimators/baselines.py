@@ -331,7 +331,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         ``k``, the number of generated features.
     ranker : {"ranksvm", "ranksvm-hinge", "linreg"}, default "ranksvm"
         The second stage: :class:`RankSVM`, :class:`HingeRankSVM` (SVMrank,
-        the paper's) or :class:`LinearRegressionRanker`.
+        the paper's, on the extracted features as given:
+        ``feature_scaling=None``) or :class:`LinearRegressionRanker`.
     C : float, default RankSVM's
         The RankSVMs' loss weight (each in its own convention: per pair for
         ``"ranksvm"``, per query as SVMrank for ``"ranksvm-hinge"``).
@@ -422,7 +423,11 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         """The second stage, unfitted (its fit and its memory model)."""
         if self.ranker == "linreg":
             return LinearRegressionRanker()
-        return {"ranksvm": RankSVM, "ranksvm-hinge": HingeRankSVM}[self.ranker](C=self.C)
+        if self.ranker == "ranksvm-hinge":
+            # SVMrank on the extracted features as given (Joachims' problem,
+            # as LifeRank's protocol fits it: liferank_protocol.HINGE)
+            return HingeRankSVM(C=self.C, feature_scaling=None)
+        return RankSVM(C=self.C)
 
     def _parameter_ranges(self):
         """LifeRank's ``lam`` (see ``LifeRank._parameter_ranges``) and the

@@ -59,8 +59,13 @@ LIFE = {name: get_method("liferank-ranksvm-hinge").defaults[name]
 #: SVMrank's C grid (its convention, per query: registry ``ranksvm-hinge``),
 #: selected on validation MAP; the paper gives neither C nor the rule.
 SVMRANK_C = tuple(get_method("ranksvm-hinge").grid["C"])
-#: :class:`~refimpl.estimators.HingeRankSVM`'s settings (the registry's).
-HINGE = dict(get_method("ranksvm-hinge").fixed)
+#: :class:`~refimpl.estimators.HingeRankSVM`'s settings (the registry's),
+#: on the features as given: SVMrank (Joachims' problem, eq. 7.11) on the
+#: extracted features, as Pandey et al. ran it and as the committed tables
+#: were fitted; the extracted features' scales are the first stage's, and
+#: dividing them by their magnitudes (the estimator's default) changes the
+#: regulariser on them, hence the tables.
+HINGE = {**get_method("ranksvm-hinge").fixed, "feature_scaling": None}
 #: The FSMRank stage of FSMSVM as the registry runs it (``fsmsvm``); the
 #: paper names FSMSVM without its lambdas.
 FSMRANK = {name: get_method("fsmsvm").defaults[name]
