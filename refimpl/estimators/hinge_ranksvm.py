@@ -106,9 +106,10 @@ class HingeRankSVM(LinearRanker):
         Cutting planes added.
     converged_ : bool
     objective_ : float
-        ``P(coef_)``.
+        ``P(coef_)`` (``P_s(coef_)`` with ``feature_scaling="max_abs"``).
     dual_gap_ : float
-        ``P(coef_) - D(alpha)``, a bound on ``P(coef_) - min P``.
+        ``P(coef_) - D(alpha)``, a bound on ``P(coef_) - min P`` (``P_s``
+        likewise).
     history_ : dict of ndarray
         Per iteration: ``f``, ``f_best``, ``dual``, ``gap``, ``ceps``,
         ``n_violated``, ``qp_steps``, ``time`` (the solver
