@@ -47,3 +47,34 @@ def test_quick_mode_writes_every_choice(bench, tmp_path):
             assert r["resolved"] in ("newton", "fista")
             assert (choices["default"]["objective"]
                     == choices[r["resolved"]]["objective"])
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_settle_tells_a_stopping_rule_from_another_problem(bench):
+    """Objectives apart at a loose stop are the same answer when tight refits agree.
+
+    FSMRank's relative change at 0.5 stops after an iteration or two, far
+    from the optimum that the choice at 1e-4 nears: both converged, their
+    objectives more than ``SAME_REL`` apart.  Refitted at the tight
+    gradient mapping they meet; another ``lambda1`` is another problem
+    and stays apart.
+    """
+    from refimpl.estimators import FSMRank
+
+    X, y, qid = bench.synthetic(*bench.QUICK["tiny dense"])
+    makers = {"default": lambda: FSMRank(lambda1=0.1, lambda2=1e-3, tol=0.5),
+              "tighter": lambda: FSMRank(lambda1=0.1, lambda2=1e-3, tol=1e-4,
+                                         backend="pairs"),
+              "other": lambda: FSMRank(lambda1=1.0, lambda2=1e-3, tol=1e-4)}
+    res = {}
+    for c, make in makers.items():
+        m = make().fit(X, y, qid)
+        res[c] = {"objective": float(m.objective_), "converged": m.converged_}
+    assert all(r["converged"] for r in res.values())
+    apart = abs(res["tighter"]["objective"] - res["default"]["objective"])
+    assert apart > bench.SAME_REL * abs(res["default"]["objective"])
+    bench.settle(res, makers, X, y, qid)
+    assert res["default"]["same"] and res["tighter"]["same"]
+    assert not res["other"]["same"]
+    t = res["default"]["tight_objective"]
+    assert res["tighter"]["tight_objective"] == pytest.approx(t, rel=bench.TIGHT_REL)
