@@ -78,3 +78,27 @@ def test_settle_tells_a_stopping_rule_from_another_problem(bench):
     assert not res["other"]["same"]
     t = res["default"]["tight_objective"]
     assert res["tighter"]["tight_objective"] == pytest.approx(t, rel=bench.TIGHT_REL)
+
+
+def test_committed_record_is_one_clock_and_its_own_verdict(bench):
+    """The record chapter 9 prints: every row timed in CPU seconds, every
+    verdict the one its choices give, every "same" choice within the
+    yardstick of :func:`settle`."""
+    path = BENCH.with_suffix(".json")
+    if not path.is_file():
+        pytest.skip("benchmarks/bench_defaults.json is not in this copy")
+    doc = json.loads(path.read_text())
+    assert "note" not in doc  # a note says the rows come from two clocks
+    for row in doc["rows"]:
+        assert row["clock"] == "cpu", (row["data"], row["estimator"])
+        mine = {k: row[k] for k in ("fastest", "resolved", "ratio", "resolved_ratio")}
+        again = bench.verdict(json.loads(json.dumps(row)))
+        assert {k: again[k] for k in mine} == mine
+        d = row["choices"]["default"]
+        for c, r in row["choices"].items():
+            if not r["same"]:
+                continue
+            assert r["converged"] == d["converged"], (row["data"], c)
+            if abs(r["objective"] - d["objective"]) > doc["same_rel"] * abs(d["objective"]):
+                assert (abs(r["tight_objective"] - d["tight_objective"])
+                        <= doc["tight_rel"] * abs(d["tight_objective"])), (row["data"], c)
