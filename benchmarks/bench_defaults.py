@@ -20,8 +20,9 @@ different points of the same path: on OHSUMED Fold 3 RankSVM's TRON at
 (5e-4 apart; the optimum is 332,833.44, and eq. 38 allows
 ``||g||^2 / 2``, about 36,000, above it), FSMRank's relative change at
 ``1e-4`` on the 3-level OHSUMED-like shape at 0.527689 and 0.527372
-(6e-4 apart; the optimum 0.526244 is 2e-3 below both: that rule certifies
-nothing).  Each ``w`` has the same value on both backends to ten digits.
+(6e-4 apart; the optimum 0.526244 is 2e-3 and 3e-3 below them: that
+rule certifies nothing).  Each ``w`` has the same value on both backends
+to ten digits.
 So a choice is the same answer when its fit carries the default's
 certificate (both converged, or neither) and solves the same problem:
 its objective is the default's within ``SAME_REL``, or, where it is not,
