@@ -202,7 +202,13 @@ class SparseRankSVM(LinearRanker):
         (MCP's knee is at ``gamma * lam``); default ``1 / C`` as in eq. 13
         and Table II.
     max_outer : int, default 30
-        Maximum number of reweighting passes (non-convex penalties).
+        Maximum number of reweighting passes (non-convex penalties): a
+        safeguard, not the paper's (Algorithm 2 runs "until convergence").
+        A fit that reaches it before ``tol_outer`` holds has ``converged_ =
+        False`` and warns (:class:`~sklearn.exceptions.ConvergenceWarning`).
+        Every registry fit on MQ2008 and OHSUMED stops by ``tol_outer``
+        within 29 passes; wide sparse data can need over 100
+        (``benchmarks/bench_outer_passes.py``).
     tol_outer : float, default 1e-4
         Relative change of ``w`` between passes that stops Algorithm 2.
     warm_start : bool, default True

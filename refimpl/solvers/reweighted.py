@@ -101,7 +101,12 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
     w0 : array-like of shape (n_features,), optional
         Start of the first inner solve (zeros by default).
     max_outer : int, default 30
-        Maximum number of weighted-l1 solves (outer iterations, >= 1).
+        Maximum number of weighted-l1 solves (outer iterations, >= 1).  A
+        safeguard, not the paper's (Algorithm 2 has no cap): a run that
+        reaches it before ``tol_outer`` holds returns ``converged=False``
+        and warns; its ``w`` is as far as the MM descent got (from the
+        second pass on, a pass that does not increase the majoriser does
+        not increase ``F``), not a certified fixed point.
     tol_outer : float, default 1e-4
         Stop when ``||w^k - w^{k-1}||_inf <= tol_outer * max(||w^k||_inf,
         1e-12)`` (the paper's "until convergence", made explicit).
