@@ -1,10 +1,12 @@
 """Concave penalties, reweighted l1 (Laporte Alg. 2), non-convex SparseRankSVM."""
 
 import math
+import warnings
 
 import cvxpy as cp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from cvx_reference import solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -554,6 +556,52 @@ def test_estimator_max_outer_cap():
     l1 = SparseRankSVM(C=0.5, tol=1e-9).fit(X, y, qid)
     assert m.n_outer_ == 1 and not m.converged_
     np.testing.assert_allclose(m.coef_, l1.coef_, rtol=0, atol=1e-12)
+
+
+def wide_sparse(seed, n_queries=20, d=150):
+    """Few documents, many features, 95 % of the entries zero (the shape of
+    benchmarks/bench_defaults.py's "wide sparse", scaled down): the log and
+    lp passes there need tens of passes (benchmarks/bench_outer_passes.py)."""
+    data = make_synthetic_letor(n_queries=n_queries, docs_per_query=(10, 30),
+                                n_levels=3, n_informative=6, n_redundant=4,
+                                n_noise=d - 10, seed=seed)
+    rng = np.random.default_rng(seed)
+    keep = rng.random(data.X.shape) < 0.05
+    return sp.csr_matrix(np.where(keep, data.X, 0.0)), data.y, data.qid
+
+
+def fixed_point_certified(m):
+    """The outer stopping rule of reweighted_l1 holds at the fit's end."""
+    change = m.history_["change"][-1]
+    return m.n_outer_ >= 2 and change <= m.tol_outer * np.max(np.abs(m.coef_))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", ["log", "lp"])
+def test_outer_stop_is_honest_on_wide_sparse_data(name, seed):
+    """Under a cap of 30 passes a fit either holds the outer certificate or
+    says it does not (converged_ False, a ConvergenceWarning); at the
+    default cap the passes reach the certificate, and the capped run is the
+    first 30 passes of that run."""
+    X, y, qid = wide_sparse(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        capped = SparseRankSVM(C=0.1, penalty=name, max_outer=30).fit(X, y, qid)
+    warned = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    roomy = SparseRankSVM(C=0.1, penalty=name).fit(X, y, qid)
+    assert roomy.converged_ and fixed_point_certified(roomy)
+    if capped.converged_:
+        assert fixed_point_certified(capped) and not warned
+        np.testing.assert_array_equal(capped.coef_, roomy.coef_)
+    else:
+        assert capped.n_outer_ == capped.max_outer == 30
+        assert not fixed_point_certified(capped)
+        assert len(warned) == 1 and "max_outer" in str(warned[0].message)
+        # the cap cuts the same passes short: a prefix of the roomy run,
+        # whose later passes lower F further (the MM descent)
+        np.testing.assert_array_equal(capped.history_["F"],
+                                      roomy.history_["F"][:31])
+        assert roomy.objective_ <= capped.objective_
 
 
 @pytest.mark.parametrize("params, match", [

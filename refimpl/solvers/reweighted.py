@@ -82,7 +82,7 @@ def dc_stationarity(smooth, penalty, w):
                     np.maximum(np.abs(grad) - beta, 0.0))
 
 
-def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
+def reweighted_l1(smooth, penalty, w0=None, *, max_outer=300, tol_outer=1e-4,
                   warm_start=True, tol=1e-6, max_iter=10000,
                   line_search="backtracking", accelerated=True, restart=False,
                   first_weights=None, gmap_ref=None, callback=None, solver="fista"):
@@ -100,8 +100,13 @@ def reweighted_l1(smooth, penalty, w0=None, *, max_outer=30, tol_outer=1e-4,
         (:mod:`refimpl.nonconvex`).
     w0 : array-like of shape (n_features,), optional
         Start of the first inner solve (zeros by default).
-    max_outer : int, default 30
-        Maximum number of weighted-l1 solves (outer iterations, >= 1).
+    max_outer : int, default 300
+        Maximum number of weighted-l1 solves (outer iterations, >= 1).  A
+        safeguard, not the paper's (Algorithm 2 has no cap): a run that
+        reaches it before ``tol_outer`` holds returns ``converged=False``
+        and warns; its ``w`` is as far as the MM descent got (from the
+        second pass on, a pass that does not increase the majoriser does
+        not increase ``F``), not a certified fixed point.
     tol_outer : float, default 1e-4
         Stop when ``||w^k - w^{k-1}||_inf <= tol_outer * max(||w^k||_inf,
         1e-12)`` (the paper's "until convergence", made explicit).
