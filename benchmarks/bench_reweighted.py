@@ -10,7 +10,7 @@ for the penalties ``log`` (eps = 0.1), ``mcp`` (gamma = 2, lam = 1/C) and
 ``SparseRankSVM(solver="fista")``: FISTA with backtracking for every
 weighted-l1 subproblem (eq. 13), gradient-mapping tolerance 1e-6 relative to the first solve's
 initial norm (one absolute target for every pass), outer tolerance
-``||w^k - w^{k-1}||_inf <= 1e-4 ||w^k||_inf``, at most 30 passes.
+``||w^k - w^{k-1}||_inf <= 1e-4 ||w^k||_inf``, at most 300 passes (the estimator's safeguard).
 
 Data: ``make_synthetic_letor(n_queries=30, docs_per_query=(5, 36),
 n_informative=6, n_redundant=10, n_noise=30, seed=0)`` (MQ2008's feature
@@ -231,7 +231,7 @@ def main(argv=None):
                     help="inner gradient-mapping tolerance (SparseRankSVM's)")
     ap.add_argument("--tol-outer", type=float, default=1e-4,
                     help="outer relative change tolerance (SparseRankSVM's)")
-    ap.add_argument("--max-outer", type=int, default=30)
+    ap.add_argument("--max-outer", type=int, default=300)
     ap.add_argument("--max-iter", type=int, default=10000,
                     help="FISTA iterations per subproblem")
     ap.add_argument("--rounds", type=int, default=3,
