@@ -56,15 +56,16 @@ JSON has its date): ``benchmarks/bench_mslr_scale.json`` (RankSVM and the
 sparse methods at SETTINGS, 10,000 queries), ``bench_mslr_scale_full.json``
 (``--full``, every method, 300 queries), ``bench_mslr_scale_full_q10000.json``
 (``--full``, every method, 10,000 queries, both SVMrank methods on
-QueryLevelNorm features, before HingeRankSVM scaled its columns; its ``cpu_seconds`` were read
-from the same run's ``tasks.csv``, the field being added to the script
+QueryLevelNorm features, before HingeRankSVM scaled its columns; its
+``cpu_seconds`` were read from the same run's ``tasks.csv``, the field being added to the script
 during the run) and ``bench_mslr_scale_full_q1000.json`` (``--full
 --queries 1000`` with the stopping states counted apart, every method: two
 runs of the same command merged, the first stopped after linear
 regression, LambdaMART and FenchelRank, the second given the other 12 by
-``--methods``, and ``ranksvm-hinge`` from a third given it alone, on raw
-features once HingeRankSVM scaled its columns (:data:`NORMALIZE`); on a
-2-core machine shared with other jobs, so its times are not comparable
+``--methods``, ``ranksvm-hinge`` from a third given it alone, on raw
+features once HingeRankSVM scaled its columns (:data:`NORMALIZE`), and the
+three LifeRank methods from a fourth once LifeRank scaled each feature; on
+a 2-core machine shared with other jobs, so its times are not comparable
 with the others').
 """
 
@@ -105,8 +106,8 @@ SETTINGS = {
     "ranksvm-log": (["C=1e-07"], "C below the grid; no cap"),
     "ranksvm-mcp": (["C=2e-08"], "C below the grid; no cap"),
     "ranksvm-lp": (["C=1e-07"], "C below the grid; no cap"),
-    # the registry's step and budget: lr 0.1 on X / max|X| (scale-free since
-    # issue 27; lr 0.1 on raw X diverged), 1,000 iterations
+    # the registry's step and budget: lr 0.1 on X diag(max_i |x_ij|)^-1
+    # (scale-free; lr 0.1 on raw X diverged), 1,000 iterations
     "liferank-ranksvm": (["n_components=10"], "registry step and budget"),
     "liferank-linreg": (["n_components=10"], "registry step and budget"),
     "linreg": ([], ""),
@@ -118,20 +119,19 @@ SETTINGS = {
 SKIP: dict[str, str] = {}
 
 #: ``--full``: methods run on normalised features (``--normalize``), with the
-#: reason.  SVMrank's 1-slack cutting planes need O(C R^2 / eps) planes
-#: (chapter 7, eq. 7.14 and thm-cutting-plane), R the planes' norm, which
-#: grows with the features' scale, about 1e5 on MSLR's raw features.  HingeRankSVM therefore
-#: divides each feature by its largest magnitude inside the fit and maps the
-#: coefficients back (``feature_scaling="max_abs"``, the default; chapter 7,
-#: prop-hinge-scale): the scores do not depend on the columns' scales, R is
-#: then at most 2 sqrt(d) times the mean number of pairs per query, and on LETOR's QueryLevelNorm features (every
-#: column's maximum 0 or 1) the fit is the plain one, so ``ranksvm-hinge``
-#: runs on the raw features like every other method.  LifeRank's SVMrank
-#: pipeline stays on QueryLevelNorm features until its first stage scales
-#: its input by the same rule.
-NORMALIZE = {
-    "liferank-ranksvm-hinge": ("query", "SVMrank on QueryLevelNorm features"),
-}
+#: reason; none now.  SVMrank's 1-slack cutting planes need O(C R^2 / eps)
+#: planes (chapter 7, eq. 7.14 and thm-cutting-plane), R the planes' norm,
+#: which grows with the features' scale (about 1e5 on MSLR's raw features).
+#: HingeRankSVM therefore divides each feature by its largest magnitude
+#: inside the fit and maps the coefficients back (``feature_scaling=
+#: "max_abs"``, the default; chapter 7, prop-hinge-scale): the scores do not
+#: depend on the columns' scales, and on LETOR's QueryLevelNorm features
+#: (every column's maximum 0 or 1) the fit is the plain one.  LifeRank
+#: scales its input by the same rule and its extracted features are
+#: scale-free (chapter 6, lr-prop-scale), so its SVMrank stage poses
+#: Joachims' problem on them as given.  Both SVMrank methods run on raw
+#: features like every other method.
+NORMALIZE: dict[str, tuple[str, str]] = {}
 
 
 def registered_methods():

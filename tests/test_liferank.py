@@ -521,8 +521,8 @@ def test_estimator_api_and_determinism():
         m2 = clone(m).fit(X, y, qid)
         m3 = clone(m).set_params(random_state=2).fit(X, y, qid)
     assert Z.shape == (len(y), 3) and m.components_.shape == (X.shape[1], 3)
-    np.testing.assert_allclose(Z, X @ m.components_)
-    np.testing.assert_allclose(m.predict(X), X @ m.components_ @ m.coef_)
+    np.testing.assert_allclose(Z, X @ (m.components_ / m.feature_scale_[:, None]))
+    np.testing.assert_allclose(m.predict(X), Z @ m.coef_)
     np.testing.assert_array_equal(m.components_, m2.components_)
     np.testing.assert_array_equal(m.coef_, m2.coef_)
     assert not np.allclose(m.components_, m3.components_)
@@ -554,6 +554,7 @@ def test_estimator_converges_and_seeds_agree_on_T_w():
     (dict(init="zeros"), "init"),
     (dict(max_iter=0), "max_iter"),
     (dict(damping=-0.1), "damping"),
+    (dict(feature_scaling="standard"), "feature_scaling"),
 ])
 def test_estimator_bad_parameters(params, match):
     X, y, qid = small(17)
@@ -584,39 +585,93 @@ def test_estimator_warns_when_not_converged():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])
-@pytest.mark.parametrize("c", [1e-3, 1e4])
-def test_fit_is_invariant_to_the_scale_of_the_features(constraint, c):
-    """Fitting on c X gives the same T and c-times smaller weights: the
-    iterates run on X / max|X| (eq. lr-scale), so the ranking is the same."""
-    X, y, qid = small(3, n_queries=8)
-    kw = dict(n_components=3, lam=0.05, max_iter=300, constraint=constraint)
+def _column_scales(n, base, seed=0):
+    """Per-feature factors ``base**k``, ``k`` in -6..6, one per column."""
+    return base ** np.random.default_rng(seed).integers(-6, 7, size=n).astype(float)
+
+
+def _fit_both(kw, X, c, y, qid, cls=LifeRank):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        a = LifeRank(**kw).fit(X, y, qid)
-        b = LifeRank(**kw).fit(c * X, y, qid)
-    assert b.feature_scale_ == pytest.approx(c * a.feature_scale_, rel=1e-15)
+        return cls(**kw).fit(X, y, qid), cls(**kw).fit(X * c, y, qid)
+
+
+@pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])
+def test_fit_is_invariant_to_the_scale_of_each_feature(constraint):
+    """Fitting on X diag(c) runs the iterates of X (prop. lr-prop-scale):
+    with powers of 2 the scaled features are the same doubles, so T, w,
+    the whole history, the extracted features and the scores are equal
+    bit for bit; only feature_scale_ takes the factors."""
+    X, y, qid = small(3, n_queries=8)
+    c = _column_scales(X.shape[1], 2.0)
+    kw = dict(n_components=3, lam=0.05, max_iter=300, constraint=constraint)
+    a, b = _fit_both(kw, X, c, y, qid)
+    np.testing.assert_array_equal(b.feature_scale_, c * a.feature_scale_)
+    np.testing.assert_array_equal(b.components_, a.components_)
+    np.testing.assert_array_equal(b.coef_, a.coef_)
+    for key in set(a.history_) - {"time"}:
+        np.testing.assert_array_equal(b.history_[key], a.history_[key])
+    assert b.n_iter_ == a.n_iter_ and b.converged_ == a.converged_
+    np.testing.assert_array_equal(b.transform(X * c), a.transform(X))
+    np.testing.assert_array_equal(b.predict(X * c), a.predict(X))
+    # other factors change the scaled features by one rounding per entry
+    c10 = _column_scales(X.shape[1], 10.0, seed=1)
+    a, b = _fit_both(kw, X, c10, y, qid)
     np.testing.assert_allclose(b.components_, a.components_, rtol=1e-7,
                                atol=1e-9)
-    np.testing.assert_allclose(c * b.coef_, a.coef_, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(b.predict(c * X), a.predict(X), rtol=1e-7,
+    np.testing.assert_allclose(b.predict(X * c10), a.predict(X), rtol=1e-7,
                                atol=1e-9)
-    np.testing.assert_allclose(b.transform(c * X), c * a.transform(X),
-                               rtol=1e-7, atol=1e-9 * c)
+
+
+def test_without_scaling_the_fit_sees_the_raw_scales():
+    """feature_scaling=None fits X as given: another T on X diag(c), and
+    feature_scale_ is all ones."""
+    X, y, qid = small(3, n_queries=8)
+    c = _column_scales(X.shape[1], 2.0)
+    kw = dict(n_components=3, lam=0.05, max_iter=100, lr=1e-4,
+              feature_scaling=None)
+    a, b = _fit_both(kw, X, c, y, qid)
+    np.testing.assert_array_equal(a.feature_scale_, np.ones(X.shape[1]))
+    assert not np.allclose(b.components_, a.components_)
+    np.testing.assert_allclose(a.transform(X), X @ a.components_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("ranker", ["ranksvm", "linreg"])
+def test_pipeline_is_invariant_to_the_scale_of_each_feature(ranker):
+    """The second stage receives LifeRank's scale-free features: on X
+    diag(c), c powers of 2, it sees the same doubles, so its weights and
+    the pipeline's scores are those on X; coef_ takes the factors."""
+    from refimpl.estimators import LifeRankPipeline
+
+    X, y, qid = small(8, n_queries=8)
+    c = _column_scales(X.shape[1], 2.0, seed=2)
+    kw = dict(n_components=3, lam=0.05, max_iter=50, ranker=ranker)
+    a, b = _fit_both(kw, X, c, y, qid, cls=LifeRankPipeline)
+    np.testing.assert_array_equal(b.ranker_.coef_, a.ranker_.coef_)
+    np.testing.assert_array_equal(b.predict(X * c), a.predict(X))
+    np.testing.assert_array_equal(b.coef_ * c, a.coef_)
 
 
 def test_the_scale_is_one_on_unit_range_features():
-    """LETOR's [0, 1] features: s = 1, so the fit is the un-scaled one."""
+    """LETOR's [0, 1] features (every column's maximum 1): s = 1, so the fit
+    is the un-scaled one, bit for bit."""
     X, y, qid = small(4)
-    X = X / np.abs(X).max()
+    X = X - X.min(axis=0)
+    X = X / X.max(axis=0)
     obj = LifeRankObjective(PairwiseLogistic(X, y, qid), 2, 0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         m = LifeRank(n_components=2, lam=0.05, max_iter=50).fit(X, y, qid)
+        plain = LifeRank(n_components=2, lam=0.05, max_iter=50,
+                         feature_scaling=None).fit(X, y, qid)
         res = liferank_solve(obj, m._initial_T(X.shape[1], 2), np.ones(2),
                              lr=0.1, damping=1.0, max_iter=50, tol=1e-4)
-    np.testing.assert_array_equal(m.components_, res.T)
-    np.testing.assert_array_equal(m.coef_, res.w)
+    np.testing.assert_array_equal(m.feature_scale_, np.ones(X.shape[1]))
+    for fit in (m, plain):
+        np.testing.assert_array_equal(fit.components_, res.T)
+        np.testing.assert_array_equal(fit.coef_, res.w)
+        np.testing.assert_array_equal(fit.transform(X), X @ res.T)
 
 
 @pytest.mark.parametrize("constraint", ["bdmm", "stiefel", "none"])

@@ -299,9 +299,12 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     """LifeRank's extracted features, then a linear ranker on them.
 
     Pandey et al. (2018, Section 5.3) evaluate LifeRank by training RankSVM
-    or linear regression on the ``k`` generated features ``X T``.  The
-    composition is linear in the original features, with weights ``T v``
-    (``v`` those of the second stage), which ``coef_`` holds.
+    or linear regression on the ``k`` generated features ``X T``; here
+    they are LifeRank's ``transform(X) = X diag(s)^-1 T`` (``s`` the
+    features' scales, 1 on LETOR's, so that the second stage sees
+    scale-free features).  The composition is linear in the original
+    features, with weights ``diag(s)^-1 T v`` (``v`` those of the second
+    stage), which ``coef_`` holds.
 
     See Also
     --------
@@ -318,7 +321,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     >>> X, y, qid = data.X, data.y, data.qid
     >>> from refimpl.estimators import LifeRankPipeline
     >>> model = LifeRankPipeline(n_components=3, lam=0.05).fit(X, y, qid)
-    >>> model.coef_.shape                     # components_ @ ranker_.coef_
+    >>> model.coef_.shape                     # diag(s)^-1 T v
     (30,)
     >>> model.score(X, y, qid) > 0.8
     True
@@ -355,7 +358,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
     liferank_ : LifeRank
     ranker_ : RankSVM, HingeRankSVM or LinearRegressionRanker
     coef_ : ndarray of shape (n_features,)
-        ``components_ @ ranker_.coef_``.
+        ``diag(s)^-1 T v``: ``liferank_.components_ /
+        liferank_.feature_scale_[:, None] @ ranker_.coef_``.
     n_iter_ : int
         LifeRank's iterations.
     converged_ : bool
@@ -436,7 +440,8 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
                 "C": (self.C, *WEIGHT_RANGE)}
 
     def fit(self, X, y, qid=None):
-        """Fit LifeRank, then the ranker on ``X T``; returns ``self``."""
+        """Fit LifeRank, then the ranker on its features ``X diag(s)^-1 T``;
+        returns ``self``."""
         self._validate_params()
         problem = _check_input(self, X, y, qid)
         X = problem.X
@@ -452,9 +457,9 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
                                      problem)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=2)
-        # the second stage's features X T are new data (checked once); the
-        # labels and the query grouping are the problem's
-        features = RankingProblem(X=check_X(np.asarray(X @ life.components_)),
+        # the second stage's features X diag(s)^-1 T are new data (checked
+        # once); the labels and the query grouping are the problem's
+        features = RankingProblem(X=check_X(life._features(X)),
                                   y=problem.y, qid=problem.qid, groups=problem.groups)
         second = self._ranker()
         _inner(second, features)
@@ -462,7 +467,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
             second._fit(features)
         self.liferank_ = life
         self.ranker_ = second
-        self.coef_ = np.asarray(life.components_ @ second.coef_, dtype=np.float64)
+        self.coef_ = np.asarray(life._map() @ second.coef_, dtype=np.float64)
         self.n_iter_ = life.n_iter_
         # both stages: a first stage at its cap or a second stage that did
         # not converge must not read as a converged pipeline (least squares
@@ -472,7 +477,7 @@ class LifeRankPipeline(_Ranker, BaseEstimator):
         return self
 
     def predict(self, X):
-        """Scores ``X T v``."""
+        """Scores ``X diag(s)^-1 T v``."""
         check_is_fitted(self, "coef_")
         X = validate_X(self, X, reset=False)
         return np.asarray(X @ self.coef_).ravel()

@@ -21,7 +21,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
-    RankingProblem,
     check_fit_input,
     reset_fitted,
     validate_X,
@@ -47,11 +46,15 @@ from ._base import (
     options,
 )
 
-__all__ = ["INITS", "LifeRank"]
+__all__ = ["FEATURE_SCALINGS", "INITS", "LifeRank"]
 
 #: Starting ``T``: i.i.d. ``N(0, 1/n)`` entries, those orthonormalised, or
 #: i.i.d. ``U[0, 1/sqrt(n))`` entries (non-negative, as in matrix factorisation).
 INITS = ("random", "orthonormal", "uniform")
+#: ``feature_scaling``: each feature divided by its largest magnitude
+#: (:meth:`~refimpl._validation.RankingProblem.scaled_columns`), or ``X`` as
+#: given (``None``).
+FEATURE_SCALINGS = ("max_abs", None)
 
 
 def liferank_ranges(lam, lr, damping=None):
@@ -64,32 +67,20 @@ def liferank_ranges(lam, lr, damping=None):
     return ranges
 
 
-def _feature_scale(X):
-    r"""LifeRank's scale ``s = max_ij |x_ij|`` of ``X`` (1 when ``X = 0``).
-
-    :class:`LifeRank` fits on ``X / s``: ``(c X) / (c s) = X / s``, so the
-    iterates, hence ``T`` and the ranking, do not depend on the scale of
-    the features, and ``s = 1`` on LETOR's query-normalised ``[0, 1]``
-    features (where the fit is the paper's).
-
-    Derived in: book/06_liferank_bdmm.md#liferank
-    """
-    m = float(abs(X).max()) if X.shape[0] * X.shape[1] else 0.0
-    return m if m > 0.0 else 1.0
-
-
 class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     r"""LifeRank (Pandey et al. 2018) as a scikit-learn transformer.
 
     ``fit(X, y, qid)`` learns ``T`` (``n_features x n_components``) and
     ``w`` by :func:`liferank_solve` on eq. 5 (mean pairwise logistic loss over
-    the preference pairs, ``(lam/2) ||w||^2``, no ``b``) for the features
-    divided by their scale ``s`` (``max |x_ij|``;
-    1 on LETOR's ``[0, 1]`` features), which makes the steps, ``T`` and the
-    ranking independent of the scale of ``X``; a run whose objective grows
-    stops with a ``DivergenceError`` naming ``lr``.  ``transform(X)``
-    returns the extracted features ``X T`` (Phase II, Algorithm 1 line 10);
-    ``predict(X)`` the scores ``X T w`` of LifeRank's own ranker.  As in the
+    the preference pairs, ``(lam/2) ||w||^2``, no ``b``) for the scaled
+    features ``X diag(s)^-1``, ``s_j = max_i |x_ij|`` (book eq. lr-scale;
+    ``s = 1`` on LETOR's ``[0, 1]`` features, where the fit is the paper's),
+    which makes the steps, ``T``, the extracted features and the ranking
+    independent of the scale of each feature (proposition lr-prop-scale);
+    a run whose objective grows stops with a ``DivergenceError`` naming
+    ``lr``.  ``transform(X)`` returns the extracted features ``X diag(s)^-1
+    T`` (Phase II, Algorithm 1 line 10); ``predict(X)`` the scores
+    ``transform(X) w`` of LifeRank's own ranker.  As in the
     paper, ``w`` starts at all ones; ``T`` starts at i.i.d. ``N(0, 1/n)``
     entries (``init="random"``), their polar factor (``"orthonormal"``) or
     i.i.d. ``U[0, 1/sqrt(n))`` entries (``"uniform"``; the paper only says
@@ -101,9 +92,9 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         ``k``, at most the number of features.
     lam : float, default 1e-3
         ``lambda >= 0`` (per pair: ``lambda_paper = 2 p lam``), on the
-        weights of the features ``X / s``.
+        weights ``w`` of the extracted features.
     lr : float, default 0.1
-        Step ``eta`` of eq. 8 for ``T`` and ``w``, on the features ``X / s``
+        Step ``eta`` of eq. 8 for ``T`` and ``w``, on the scaled features
         (so scale-free).
     max_iter : int, default 1000
     constraint : {"bdmm", "stiefel", "none"}, default "bdmm"
@@ -122,17 +113,26 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     tol : float, default 1e-4
         Relative stationarity tolerance of :func:`liferank_solve`.
     constraint_tol : float, default 1e-3
+    feature_scaling : {"max_abs", None}, default "max_abs"
+        ``"max_abs"``: fit on ``X diag(s)^-1`` (above); ``None``: ``s = 1``,
+        the fit on ``X`` as given, whose step then depends on the scale of
+        the features (on raw MSLR-like features up to 1e5, ``lr=0.1``
+        diverges).
     random_state : int, numpy Generator or None, default 0
         Seed of ``np.random.default_rng`` for ``T``'s start.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_features, n_components)
-        ``T`` (note: the transpose of PCA's ``components_`` layout).
+        ``T``, on the scaled features (note: the transpose of PCA's
+        ``components_`` layout); ``transform(X)`` is ``X @ (components_ /
+        feature_scale_[:, None])``.
     coef_ : ndarray of shape (n_components,)
-        ``w / s`` (``X T coef_`` are the scores).
-    feature_scale_ : float
-        ``s``, the largest ``|x_ij|`` of the training ``X`` (1 if ``X = 0``).
+        ``w``, the weights of the extracted features (``transform(X) @
+        coef_`` are the scores).
+    feature_scale_ : ndarray of shape (n_features,)
+        ``s``: each feature's largest ``|x_ij|`` on the training ``X`` (1
+        for a column of zeros), all ones when ``feature_scaling=None``.
     multipliers_ : ndarray of shape (n_components, n_components)
         ``A`` of eq. 6 (zeros unless ``constraint="bdmm"``).
     orthonormality_error_ : float
@@ -143,7 +143,8 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         ``f``, ``loss``, ``lagrangian``, ``violation``, ``grad_norm``,
         ``multiplier_norm``, ``time`` per iterate.
     objective_ : float
-        Eq. 5 (without ``b``) at the returned ``(T, w)``, on ``X / s``.
+        Eq. 5 (without ``b``) at the returned ``(T, w)``, on the scaled
+        features.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` was a data frame with string column names;
@@ -183,13 +184,15 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         "init": options(INITS),
         "tol": [NONNEGATIVE],
         "constraint_tol": [NONNEGATIVE],
+        "feature_scaling": [*options(FEATURE_SCALINGS), None],
         "random_state": SEED,
     }
 
     def __init__(self, n_components=10, lam=1e-3, lr=0.1, max_iter=1000,
                  constraint="bdmm", lr_multiplier=None, damping=1.0,
                  update="alternating", retraction="polar", init="random",
-                 tol=1e-4, constraint_tol=1e-3, random_state=0):
+                 tol=1e-4, constraint_tol=1e-3, feature_scaling="max_abs",
+                 random_state=0):
         self.n_components = n_components
         self.lam = lam
         self.lr = lr
@@ -202,6 +205,7 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         self.init = init
         self.tol = tol
         self.constraint_tol = constraint_tol
+        self.feature_scaling = feature_scaling
         self.random_state = random_state
 
     def _initial_T(self, n, k):
@@ -221,8 +225,8 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         ``n_pairs``: preference pairs, ``max_query``: documents of the
         longest query, ``grouped``: each query's rows adjacent).
         """
-        # _fit divides X by its feature scale (a copy) when a column is
-        # beyond [-1, 1]; the shape does not tell, so it is always counted
+        # _fit divides X's columns by their scales (a copy) unless every
+        # scale is 1; the shape does not tell, so it is always counted
         return MemoryEstimate(backend="pairs (logistic)", terms={
             "logistic pairs": logistic_pair_bytes(n_docs, n_pairs, self.n_components),
             "scaled copy": n_docs * n_features * 8})
@@ -252,12 +256,14 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         """
         _check_at_most(self, "n_components", self.n_components, problem.n_features,
                        "orthonormal columns need n_components <= n_features")
-        # the step rule's scale: fit on X / s, so that the iterates on c X
-        # are those on X (eq. lr-scale); s = 1 on LETOR's [0, 1] features
-        scale = _feature_scale(problem.X)
-        if scale != 1.0:
-            problem = RankingProblem(X=problem.X / scale, y=problem.y,
-                                     qid=problem.qid, groups=problem.groups)
+        # the step rule's scale: fit on X diag(s)^-1, so that the iterates
+        # on X diag(c) are those on X (eq. lr-scale); s = 1 on LETOR's
+        # [0, 1] features, where this is the problem itself
+        if self.feature_scaling == "max_abs":
+            problem, scale = problem.scaled_columns()
+        else:
+            scale = np.ones(problem.n_features)
+        scaled = self.feature_scaling is not None
         loss = PairwiseLogistic(problem)
         objective = LifeRankObjective(loss, self.n_components, self.lam)
         n, k = objective.n, objective.k
@@ -278,21 +284,19 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
             raise DivergenceError(
                 f"LifeRank: the fit {result.message}"
                 + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-                + f" (X is divided by its scale {scale:.3g} first, so the "
-                "step does not depend on the scale of the features)")
+                + _scale_note(scaled, scale))
         if result.message.startswith("diverged") or not finite:
-            # X / s has entries of magnitude 1: the step, not the features
             raise NonFiniteError(
                 f"LifeRank: an iterate (T, w), its objective or gradient is not "
-                f"finite ({result.message}), so no stopping test can be trusted. "
-                f"X is divided by its scale {scale:.3g} first, so the cause is "
-                f"the step: lower lr (lr={float(self.lr)!r})"
-                + (" or lr_multiplier" if self.constraint == "bdmm" else ""))
+                f"finite ({result.message}), so no stopping test can be trusted; "
+                f"lower lr (lr={float(self.lr)!r})"
+                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
+                + _scale_note(scaled, scale))
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.feature_scale_ = scale
         self.components_ = result.T
-        self.coef_ = result.w / scale
+        self.coef_ = result.w
         self.multipliers_ = result.multipliers
         self.orthonormality_error_ = orthonormality_error(result.T)
         self.n_iter_ = result.n_iter
@@ -309,13 +313,31 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "components_")
         return validate_X(self, X, reset=False)
 
+    def _map(self):
+        """``diag(s)^-1 T``: ``X`` times it are the extracted features
+        (``T`` itself when ``s = 1``, as on LETOR's features)."""
+        return self.components_ / self.feature_scale_[:, None]
+
+    def _features(self, X):
+        """:meth:`transform` of a validated ``X``."""
+        return np.asarray(X @ self._map())
+
     def transform(self, X):
-        """The extracted features ``X T`` (shape ``(m, n_components)``)."""
-        X = self._check_input(X)
-        return np.asarray(X @ self.components_)
+        """The extracted features ``X diag(s)^-1 T`` (shape ``(m, n_components)``)."""
+        return self._features(self._check_input(X))
 
     def predict(self, X):
-        """LifeRank's own scores ``X T w``."""
+        """LifeRank's own scores ``X diag(s)^-1 T w``."""
         X = self._check_input(X)
-        v = self.components_ @ self.coef_
+        v = self._map() @ self.coef_
         return check_predictions(np.asarray(X @ v).ravel(), "LifeRank", X, v)
+
+
+def _scale_note(scaled, scale):
+    """Why the step, not the data, is to blame (or how the data may be)."""
+    if scaled:
+        return (f"; each feature is divided by its largest magnitude first "
+                f"(up to {float(scale.max()):.3g}), so the step does not "
+                "depend on the scale of the features")
+    return ("; the features are used as given (feature_scaling=None): "
+            "feature_scaling='max_abs' makes the step scale-free")

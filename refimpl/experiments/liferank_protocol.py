@@ -190,36 +190,34 @@ def protocol_fold(train, test, vali=None, *, ks=KS, random_state=0):
     (Xtr, ytr, qtr), (Xte, _, _) = train, test
     Xva = None if vali is None else vali[0]
 
-    def scores_on(cols=None, T=None):
+    def scores_on(features):
         def f(X):
-            if X is None:
-                return None
-            return X[:, cols] if cols is not None else (
-                X @ T if T is not None else X)
+            return None if X is None else features(X)
         return fold_scores(f(Xtr), f(Xte), train, test, f(Xva), vali)
 
     imp, sim, order, Qt = _selections(Xtr, ytr, qtr)
-    scores = {"Original": scores_on()}
+    scores = {"Original": scores_on(lambda X: X)}
     quality = {"Original": feature_quality(Xte, test)}
     fits = {}
     life = {**LIFE, "random_state": random_state}
     for k in ks:
         cols = {"GAS": _features.gas_select(imp, sim, k, 0.01),
                 "FSMRank": order[:k]}
-        T_sets = {"PCA": Qt[:k].T}
+        # X -> the new features: PCA's X T, LifeRank's transform
+        extract = {"PCA": (lambda X, T=Qt[:k].T: X @ T)}
         for name, kw in {"LifeRank": {}, **(EXTRA_K10 if k == 10 else {})}.items():
             est = LifeRank(n_components=k, **{**life, **kw}).fit(Xtr, ytr, qtr)
-            T_sets[name] = est.components_
+            extract[name] = est.transform
             fits[name, k] = (est.objective_, est.orthonormality_error_,
                              est.n_iter_, est.converged_)
         for name, idx in cols.items():
-            scores[name, k] = scores_on(cols=idx)
+            scores[name, k] = scores_on(lambda X, idx=idx: X[:, idx])
             if k == 10:
                 quality[name] = feature_quality(Xte[:, idx], test)
-        for name, T in T_sets.items():
-            scores[name, k] = scores_on(T=T)
+        for name, features in extract.items():
+            scores[name, k] = scores_on(features)
             if k == 10 and name != "PCA":
-                quality[name] = feature_quality(Xte @ T, test)
+                quality[name] = feature_quality(features(Xte), test)
     if 10 in ks:
         T0 = LifeRank(n_components=10, init="uniform",
                       random_state=random_state)._initial_T(Xtr.shape[1], 10)
@@ -416,10 +414,10 @@ def _seed_fold(dataset, f, root, seeds, k):
     orig = fold_scores(Xtr, Xte, fold.train, fold.test, Xva, fold.vali)
     life = []
     for seed in seeds:
-        T = LifeRank(n_components=k, **{**LIFE, "random_state": seed}).fit(
-            Xtr, ytr, qtr).components_
-        life.append(fold_scores(Xtr @ T, Xte @ T, fold.train, fold.test,
-                                Xva @ T, fold.vali)["SVMrank"])
+        f = LifeRank(n_components=k, **{**LIFE, "random_state": seed}).fit(
+            Xtr, ytr, qtr).transform
+        life.append(fold_scores(f(Xtr), f(Xte), fold.train, fold.test,
+                                f(Xva), fold.vali)["SVMrank"])
     return orig["SVMrank"], life
 
 
