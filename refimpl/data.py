@@ -751,8 +751,10 @@ def load_letor(
                            label_range, cache)
     if normalize is None:
         return out
-    X = query_level_normalize(out[0], out[2]).astype(dtype, copy=False)
-    return (X, *out[1:])
+    # the arrays were just read: a float64 X is normalised in place
+    X = out[0]
+    X = query_level_normalize(X, out[2], out=X if X.dtype == np.float64 else None)
+    return (X.astype(dtype, copy=False), *out[1:])
 
 
 def _load_letor_file(path, n_features, return_comments, dtype, label_range,
@@ -1001,35 +1003,51 @@ def load_letor_fold(
             f"{missing_dir}.  Looked for:\n{listing}\n" + _HOW_TO_PROVIDE
         )
 
-    loaded = {
-        p: load_letor(p, n_features=n_features, dtype=dtype, cache=cache)
-        for files in chosen.values()
-        for p in files
-    }
-    if n_features is None:
-        counts = {p: arrays[0].shape[1] for p, arrays in loaded.items()}
-        first = next(iter(counts))
-        for p, count in counts.items():
-            if count != counts[first]:
+    # Split by split, each file's arrays dropped once its splits are built:
+    # what is resident at the end of a split is the splits so far, and a
+    # split of one file is that file's arrays, not a copy of them
+    # (estimate_load_peak counts these moments).
+    uses = {}
+    for files in chosen.values():
+        for p in files:
+            uses[p] = uses.get(p, 0) + 1
+    loaded, widths, splits = {}, {}, {}
+    for split_name, files in chosen.items():
+        for p in files:
+            if p in loaded:
+                continue
+            loaded[p] = load_letor(p, n_features=n_features, dtype=dtype,
+                                   cache=cache)
+            widths[p] = loaded[p][0].shape[1]
+            first = next(iter(widths))
+            if n_features is None and widths[p] != widths[first]:
                 raise DataError(
-                    f"{p} lists {count} features but {first} lists "
-                    f"{counts[first]}; LETOR files are dense, so one of them is "
+                    f"{p} lists {widths[p]} features but {first} lists "
+                    f"{widths[first]}; LETOR files are dense, so one of them is "
                     "probably the wrong file (pass n_features= for sparse data)"
                 )
-
-    def split(files):
-        arrays = [loaded[p] for p in files]
-        return RankingData(*(np.concatenate([a[i] for a in arrays]) for i in range(3)))
+        if len(files) == 1 and uses[files[0]] == 1:
+            splits[split_name] = RankingData(*loaded[files[0]][:3])
+        else:
+            # a file in two splits is copied, so that each split owns its
+            # arrays (normalize_fold may overwrite them)
+            splits[split_name] = RankingData(*(
+                np.concatenate([loaded[p][i] for p in files]) for i in range(3)))
+        for p in files:
+            uses[p] -= 1
+            if uses[p] == 0:
+                del loaded[p]
 
     raw = LetorFold(
         name=str(name),
         fold=fold,
-        train=split(chosen["train"]),
-        vali=split(chosen["vali"]),
-        test=split(chosen["test"]),
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
         paths=chosen,
     )
-    return normalize_fold(raw, normalize)
+    del splits
+    return _normalize_fold(raw, normalize, overwrite=True)
 
 
 # --------------------------------------------------------------------------
@@ -1321,7 +1339,7 @@ def check_normalize(normalize):
     )
 
 
-def query_level_normalize(X, qid) -> np.ndarray:
+def query_level_normalize(X, qid, *, out=None) -> np.ndarray:
     r"""LETOR's *QueryLevelNorm*: min–max scale each feature within each query.
 
     .. math:: x'_{ij} = \frac{x_{ij} - \min_{k \in q(i)} x_{kj}}
@@ -1344,21 +1362,45 @@ def query_level_normalize(X, qid) -> np.ndarray:
         Finite features (sparse input is densified).
     qid : array-like, shape (n_samples,)
         Query ids.
+    out : ndarray of float64, shape (n_samples, n_features), optional
+        Where to write the result; ``out=X`` normalises ``X`` in place
+        (each query's extremes are read before its rows are written), as
+        :func:`load_letor_fold` does with the arrays it has just read.
 
     Returns
     -------
     ndarray of float64, shape (n_samples, n_features)
-        A new array, values in [0, 1].
+        A new array (or ``out``), values in [0, 1].
     """
     X = check_X(X)
     if sp.issparse(X):
         X = X.toarray()
     groups = group_queries(qid, X.shape[0])
-    out = np.empty_like(X)
+    out = _check_out(out, X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         return out
     _norm.query_minmax(X, groups.order, groups.indptr, out)
     return out
+
+
+def _check_out(out, X) -> np.ndarray:
+    """``out`` if it can hold a float64 result of ``X``'s shape, else a new one."""
+    if out is None:
+        return np.empty_like(X)
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float64
+            and out.shape == X.shape and out.flags.c_contiguous
+            and out.flags.writeable):
+        raise DataError(
+            f"out must be a writeable C-contiguous float64 array of shape "
+            f"{X.shape}; got {type(out).__name__} "
+            f"{getattr(out, 'dtype', '')} {getattr(out, 'shape', '')}")
+    return out
+
+
+#: Rows per block when :meth:`Standardizer.transform` overwrites its input:
+#: a block is standardised into a buffer of about 8 MB and copied back only
+#: when every value in it is finite, so that an error shows the value read.
+_BLOCK_BYTES = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -1429,8 +1471,13 @@ class Standardizer:
     def n_features(self) -> int:
         return int(self.mean.shape[0])
 
-    def transform(self, X, *, what="X") -> np.ndarray:
-        """``(X - mean) / scale``, a new float64 array.
+    def transform(self, X, *, what="X", out=None) -> np.ndarray:
+        """``(X - mean) / scale``, a new float64 array, or written into ``out``.
+
+        ``out=X`` standardises ``X`` in place (as :func:`load_letor_fold`
+        does with the arrays it has just read): blocks of rows go through a
+        buffer of about 8 MB and are written back only when all their
+        z-scores are finite, so that an error names the value as read.
 
         Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 
@@ -1449,19 +1496,33 @@ class Standardizer:
                 f"{what} has {X.shape[1]} features; the standardisation was "
                 f"fitted on {self.n_features}"
             )
-        out = np.empty_like(X)
+        out = _check_out(out, X)
         if X.size == 0:
             return out
+        if not np.shares_memory(X, out):
+            self._standardize(X, out, 0, what)
+            return out
+        rows = max(1, _BLOCK_BYTES // (8 * X.shape[1]))
+        buf = np.empty((min(rows, X.shape[0]), X.shape[1]))
+        for a in range(0, X.shape[0], rows):
+            block = X[a:a + rows]
+            self._standardize(block, buf[:len(block)], a, what)
+            out[a:a + rows] = buf[:len(block)]
+        return out
+
+    def _standardize(self, X, out, first_row, what):
+        """The compiled map of ``X`` into ``out``; a DataError naming row
+        ``first_row + i`` of ``what`` where a z-score is not finite."""
         bad = _norm.standardize(X, self.mean, self.scale, self._inv,
                                 self._mean_s, self._sd_s, out)
         if bad >= 0:
             i, j = divmod(int(bad), X.shape[1])
             raise DataError(
-                f"{what}[{i}, {j}] = {X[i, j]!r} standardises to a non-finite "
-                f"value with the training mean {self.mean[j]!r} and standard "
-                f"deviation {self.scale[j]!r} of feature {j}"
+                f"{what}[{first_row + i}, {j}] = {float(X[i, j])!r} standardises "
+                f"to a non-finite value with the training mean "
+                f"{float(self.mean[j])!r} and standard deviation "
+                f"{float(self.scale[j])!r} of feature {j}"
             )
-        return out
 
 
 def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
@@ -1488,6 +1549,13 @@ def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
     -------
     LetorFold
     """
+    return _normalize_fold(fold, normalize, overwrite=False)
+
+
+def _normalize_fold(fold, normalize, *, overwrite):
+    """:func:`normalize_fold`; with ``overwrite``, a float64 split's ``X`` is
+    normalised in place (the loader's fold, whose arrays nothing else holds:
+    no second copy of the data)."""
     normalize = check_normalize(normalize)
     if normalize is None:
         return fold
@@ -1496,21 +1564,24 @@ def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
             f"the fold is already normalised ({fold.normalize!r}); normalise "
             "the fold as read"
         )
+
+    def target(X):
+        owned = (overwrite and isinstance(X, np.ndarray) and X.dtype == np.float64
+                 and X.flags.c_contiguous and X.flags.writeable)
+        return X if owned else None
+
     splits = ("train", "vali", "test")
     dtype = fold.train.X.dtype
-    scaler = None
-    if normalize == "query":
-        new = {s: query_level_normalize(getattr(fold, s).X, getattr(fold, s).qid)
-               for s in splits}
-    else:
-        scaler = Standardizer.fit(fold.train.X)
-        new = {s: scaler.transform(getattr(fold, s).X, what=f"{s}.X")
-               for s in splits}
-    return dataclasses.replace(
-        fold, normalize=normalize, scaler=scaler,
-        **{s: RankingData(new[s].astype(dtype, copy=False),
-                          getattr(fold, s).y, getattr(fold, s).qid)
-           for s in splits})
+    scaler = None if normalize == "query" else Standardizer.fit(fold.train.X)
+    new = {}
+    for s in splits:
+        part = getattr(fold, s)
+        if scaler is None:
+            X = query_level_normalize(part.X, part.qid, out=target(part.X))
+        else:
+            X = scaler.transform(part.X, what=f"{s}.X", out=target(part.X))
+        new[s] = RankingData(X.astype(dtype, copy=False), part.y, part.qid)
+    return dataclasses.replace(fold, normalize=normalize, scaler=scaler, **new)
 
 
 def train_test_split_queries(X, y, qid, *, test_size=0.25, seed=0):
