@@ -38,7 +38,7 @@ from sklearn.utils import Bunch
 
 from . import _io
 from . import _jsonfile as js
-from ._layout import find_file, fold_layouts
+from ._layout import find_file, fold_files, fold_layouts
 from ._validation import check_labels, check_nonnegative, check_X, group_queries
 from .exceptions import DataError, DatasetNotFoundError
 from .kernels import normalize as _norm
@@ -49,6 +49,8 @@ __all__ = [
     "RankingData",
     "Standardizer",
     "check_normalize",
+    "estimate_fold_load",
+    "LoadEstimate",
     "letor_home",
     "load_letor",
     "load_letor_fold",
@@ -899,6 +901,16 @@ def letor_home(root=None) -> Path:
     return Path(os.fspath(root)).expanduser()
 
 
+def _check_fold(fold) -> int:
+    if (
+        isinstance(fold, bool)
+        or not isinstance(fold, numbers.Integral)
+        or not 1 <= fold <= 5
+    ):
+        raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
+    return int(fold)
+
+
 def load_letor_fold(
     name, fold, root=None, *, n_features=None, dtype=np.float64, cache=True,
     normalize=None,
@@ -966,13 +978,7 @@ def load_letor_fold(
         No root is known, or no layout is complete; the message lists every
         path looked at and how to provide the data.
     """
-    if (
-        isinstance(fold, bool)
-        or not isinstance(fold, numbers.Integral)
-        or not 1 <= fold <= 5
-    ):
-        raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
-    fold = int(fold)
+    fold = _check_fold(fold)
     n_features = _check_n_features(n_features)
     normalize = check_normalize(normalize)
     base = letor_home(root) / name
@@ -1048,6 +1054,163 @@ def load_letor_fold(
     )
     del splits
     return _normalize_fold(raw, normalize, overwrite=True)
+
+
+#: Bytes read at a time by :func:`estimate_fold_load` (its own memory).
+_SCAN_CHUNK = 1 << 24
+#: What a fold's load holds per document beyond the text and ``X``: the
+#: parser's labels, query ids and comment offsets (32 bytes a line), the
+#: kept copies of labels and query ids (16), and the grouping and float
+#: labels the runner's validation adds (``group_queries``,
+#: ``check_labels``: 40 at most).
+_LOAD_BYTES_PER_ROW = 88
+#: Fixed head-room of a load: the newline count's boolean chunk, NumPy's
+#: 16 MiB write buffer of the cache, the scan's own chunks and the 8 MiB
+#: block of an in-place standardisation.
+_LOAD_SLACK_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class LoadEstimate:
+    """What :func:`estimate_fold_load` found: the load's peak and where.
+
+    Attributes
+    ----------
+    peak_bytes : int
+        Memory the load holds at its peak, beyond the process before it.
+    path : Path
+        The file being parsed at that peak (or the last file of the split
+        being joined, when the join is the peak).
+    data_bytes : int
+        Bytes of the loaded fold (its three ``X``, labels and query ids).
+    text_bytes : int
+        Bytes of the fold's text, decompressed.
+    """
+
+    peak_bytes: int
+    path: Path
+    data_bytes: int
+    text_bytes: int
+
+
+def _file_shape(path: Path):
+    """``(stored, text, rows_cap, rows, first, widest)`` of one file, streamed.
+
+    ``stored``: bytes on disk; ``text``: bytes the parser reads (a ``.gz``
+    or ``.bz2`` file decompressed, counted exactly as the stream goes by:
+    its gzip trailer gives the size modulo 4 GiB only); ``rows_cap``: the
+    parser's row capacity, newlines + 1; ``rows``: data lines; ``first``,
+    ``widest``: the widths
+    of the first and the widest data line (``kernels.svmlight.line_widths``).
+    Memory: two chunks of ``_SCAN_CHUNK`` bytes.
+    """
+    suffix = path.suffix.lower()
+    newlines, lines, first, widest, text = 0, 0, -1, 0, 0
+    with _io.open_regular(path) as f:
+        stored = os.fstat(f.fileno()).st_size
+        stream = (gzip.GzipFile(fileobj=f) if suffix == ".gz"
+                  else bz2.BZ2File(f) if suffix == ".bz2" else f)
+        tail = b""
+        try:
+            while True:
+                chunk = stream.read(_SCAN_CHUNK)
+                text += len(chunk)
+                block = tail + chunk if tail else chunk
+                cut = block.rfind(b"\n") + 1 if chunk else len(block)
+                if cut:
+                    nl, dl, fw, w = _sv.line_widths(np.frombuffer(block[:cut], np.uint8))
+                    newlines += nl
+                    lines += dl
+                    widest = max(widest, w)
+                    first = fw if first < 0 else first
+                tail = block[cut:]
+                if not chunk:
+                    break
+        except (gzip.BadGzipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+            raise DataError(f"{path}: cannot decompress the file ({exc})") from exc
+    return stored, text, newlines + 1, lines, first, widest
+
+
+def estimate_fold_load(name, fold, root=None, *, n_features=None,
+                       dtype=np.float64, normalize=None) -> LoadEstimate:
+    """Peak memory of :func:`load_letor_fold` with these arguments, before it runs.
+
+    Each file is read once in chunks of whole lines (:func:`_file_shape`:
+    its size, its text's size, newlines and widest line; a compressed file
+    is decompressed as a stream, counted, not kept).  The load is then
+    followed step by step, in its own order (the training files, then the
+    validation's, then the test's):
+
+    * parsing a file holds what is already loaded, the file's bytes as
+      stored when compressed, its text, ``X`` of ``rows_cap x width``
+      (``rows_cap``: newlines + 1; ``width``: ``n_features``, else the
+      widest line's index) and ``_LOAD_BYTES_PER_ROW`` a row; the copy of
+      its data rows where blank lines leave a tenth of ``X`` unused; where a
+      later line is wider than the first, the parser widens ``X`` by
+      copying (to at most 1.5 times the width), counted as 2.5 times ``X``;
+      with ``dtype=float32`` the float32 copy beside the float64 parse;
+    * a split of several files is joined (``np.concatenate``): its files and
+      the joined arrays at once;
+    * ``normalize`` works in place: nothing beyond ``_LOAD_SLACK_BYTES``.
+
+    A fresh parse is the upper bound: a load from the parse cache holds
+    ``X`` and its arrays only.  The estimate is the largest of these
+    moments plus ``_LOAD_SLACK_BYTES``; on MSLR-shaped data it is within
+    1.5 times the measured peak (``tests/test_load_memory.py``).
+
+    Derived in: book/10_running_experiments.md#run-scale-guard
+
+    Parameters
+    ----------
+    name, fold, root, n_features, dtype, normalize :
+        As :func:`load_letor_fold`.
+
+    Returns
+    -------
+    LoadEstimate
+
+    Raises
+    ------
+    DataError, DatasetNotFoundError
+        As :func:`load_letor_fold` for a fold it cannot find or a file it
+        cannot read or decompress.
+    """
+    fold = _check_fold(fold)
+    n_features = _check_n_features(n_features)
+    dtype = _check_dtype(dtype)
+    check_normalize(normalize)
+    chosen = fold_files(letor_home(root) / name, fold)
+    if chosen is None:          # the loader's own error lists the paths
+        load_letor_fold(name, fold, root, n_features=n_features, dtype=dtype)
+    item = dtype.itemsize
+    resident = peak = text_total = 0
+    where = None
+    shapes = {}
+    for files in chosen.values():
+        split = 0
+        for p in files:
+            if p not in shapes:
+                shapes[p] = _file_shape(p)
+            stored, text, cap, rows, first, widest = shapes[p]
+            text_total += text
+            width = max(n_features if n_features is not None else widest, 1)
+            x64 = cap * width * 8
+            grown = n_features is None and first != widest
+            # the parse's buffer, and the copy of its rows when blank lines
+            # leave more than a tenth of it unused
+            kept = rows * width * 8 if rows < 0.9 * cap else 0
+            parse = ((stored if stored != text else 0) + text
+                     + (2.5 * x64 if grown else x64 + kept)
+                     + (rows * width * item if item != 8 else 0)
+                     + cap * _LOAD_BYTES_PER_ROW)
+            if resident + split + parse > peak:
+                peak, where = resident + split + parse, p
+            split += cap * (width * item + 16)
+        if len(files) > 1 and resident + 2 * split > peak:
+            peak, where = resident + 2 * split, files[-1]
+        resident += split
+    return LoadEstimate(peak_bytes=int(peak + _LOAD_SLACK_BYTES), path=Path(where),
+                        data_bytes=int(resident), text_bytes=int(text_total))
 
 
 # --------------------------------------------------------------------------

@@ -689,3 +689,47 @@ def parse_svmlight(
     if not fixed and width < cap:
         _compact(X, row, cap, width)
     return err, X, row, width, labels, qids, comments, slow[:n_slow]
+
+
+@njit(cache=True)
+def line_widths(buf):
+    """``(newlines, data_lines, first, widest)`` over the lines of ``buf``.
+
+    A data line's width is the index before its last ``:`` ahead of any
+    ``#`` (as :func:`first_line_width`; the largest index of a line whose
+    indices increase, the parser's rule); ``first`` is that of the first
+    data line (-1 if none), ``widest`` the largest.  The loader's memory
+    model reads a file in chunks of whole lines through this.
+    """
+    n = buf.size
+    pos = 0
+    newlines = 0
+    data_lines = 0
+    first = -1
+    widest = 0
+    while pos < n:
+        pos = _skip_space(buf, pos, n)
+        data = pos < n and buf[pos] != 10 and buf[pos] != 35
+        last_colon = -1
+        while pos < n and buf[pos] != 10 and buf[pos] != 35:
+            if buf[pos] == 58:
+                last_colon = pos
+            pos += 1
+        pos = _line_end(buf, pos, n)
+        if pos < n:
+            newlines += 1
+        pos += 1
+        if data:
+            data_lines += 1
+            idx = 0
+            k = last_colon - 1
+            scale = 1
+            while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
+                idx += (buf[k] - 48) * scale
+                scale *= 10
+                k -= 1
+            if first < 0:
+                first = idx
+            if idx > widest:
+                widest = idx
+    return newlines, data_lines, first, widest
