@@ -1135,7 +1135,7 @@ def estimate_fold_load(name, fold, root=None, *, n_features=None,
                        dtype=np.float64, normalize=None) -> LoadEstimate:
     """Peak memory of :func:`load_letor_fold` with these arguments, before it runs.
 
-    Each file is read once in chunks of whole lines (:func:`_file_shape`:
+    Each file is read once in chunks of whole lines (``_file_shape``:
     its size, its text's size, newlines and widest line; a compressed file
     is decompressed as a stream, counted, not kept).  The load is then
     followed step by step, in its own order (the training files, then the
