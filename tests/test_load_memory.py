@@ -79,8 +79,9 @@ def shapes(tmp_path_factory):
     """``{shape: (root, name, normalize)}``, written once."""
     base = tmp_path_factory.mktemp("load-memory")
     ms = _bench()
-    # generated once per machine and reused, as the scale benchmark's
-    root, _ = ms.ensure_mslr_shaped(N_QUERIES)
+    # in this test's own folder: the benchmarks' shared one may be rewritten
+    # by another process while this one reads it
+    root, _ = ms.ensure_mslr_shaped(N_QUERIES, base=base / "mslr")
     out = {"MSLR layout, query-normalised": (root, "MSLR-WEB10K", "query")}
     # S1..S5, gzip-compressed: the training split joins three files
     parts = base / "parts" / "S"

@@ -521,6 +521,19 @@ def empty_float64(n):
     return np.empty(n, np.float64)
 
 
+@njit(inline="always")
+def _index_before(buf, colon):
+    """The decimal digits just before ``buf[colon]`` (0 if none; at most 15)."""
+    idx = 0
+    k = colon - 1
+    scale = 1
+    while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
+        idx += (buf[k] - 48) * scale
+        scale *= 10
+        k -= 1
+    return idx
+
+
 @njit(cache=True)
 def first_line_width(buf):
     """The index before the last ``:`` of the first data line (0 if none).
@@ -540,14 +553,7 @@ def first_line_width(buf):
         if buf[pos] == 58:
             last_colon = pos
         pos += 1
-    idx = 0
-    k = last_colon - 1
-    scale = 1
-    while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
-        idx += (buf[k] - 48) * scale
-        scale *= 10
-        k -= 1
-    return idx
+    return _index_before(buf, last_colon)
 
 
 @njit(cache=True)
@@ -721,13 +727,7 @@ def line_widths(buf):
         pos += 1
         if data:
             data_lines += 1
-            idx = 0
-            k = last_colon - 1
-            scale = 1
-            while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
-                idx += (buf[k] - 48) * scale
-                scale *= 10
-                k -= 1
+            idx = _index_before(buf, last_colon)
             if first < 0:
                 first = idx
             if idx > widest:
