@@ -1074,6 +1074,8 @@ _LOAD_SLACK_BYTES = 64 * 2**20
 class LoadEstimate:
     """What :func:`estimate_fold_load` found: the load's peak and where.
 
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
     Attributes
     ----------
     peak_bytes : int
@@ -1160,6 +1162,7 @@ def estimate_fold_load(name, fold, root=None, *, n_features=None,
     fixed head-room weighs most on small files).  The pass costs less than
     half a fresh parse's time (the text is scanned, not converted).
 
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
     Derived in: book/10_running_experiments.md#run-scale-guard
 
     Parameters
