@@ -183,3 +183,21 @@ def test_runner_refuses_a_fold_before_loading_it(tmp_path, monkeypatch):
                                   methods=("linreg",), folds=(1,),
                                   backend="sequential"))
     assert result.tasks[0]["status"] == "ok" and loads
+
+
+def test_a_file_the_estimate_cannot_read_is_the_loaders_error_in_each_row(tmp_path):
+    """The guard does not stand in for the loader: a corrupt file is the
+    task's 'error' row with the loader's message, not a failed run."""
+    from refimpl.experiments import ExperimentConfig, run
+
+    base = tmp_path / "Z"
+    base.mkdir()
+    text = b"".join(b"%d qid:%d 1:0.5 2:1\n" % (i % 3, i // 10) for i in range(200))
+    for k in range(1, 6):
+        (base / f"S{k}.txt.gz").write_bytes(gzip.compress(text))
+    (base / "S2.txt.gz").write_bytes(gzip.compress(text)[:-9])
+    result = run(ExperimentConfig(dataset="Z", letor_home=str(tmp_path),
+                                  methods=("linreg",), folds=(1,),
+                                  backend="sequential"))
+    (row,) = result.tasks
+    assert row["status"] == "error" and "S2.txt.gz: cannot decompress" in row["error"]

@@ -416,6 +416,9 @@ def _refuse_unloadable(todo, config, plan):
             check_load(config.dataset, fold, plan.root, normalize=config.normalize)
         except ScaleError as err:
             refused[fold] = str(err)
+        except DataError:
+            # a file the loader cannot read: its own error, in each task's row
+            pass
     return [dataclasses.replace(t, refused=refused[t.fold]) if t.fold in refused
             else t for t in todo]
 
