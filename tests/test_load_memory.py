@@ -24,7 +24,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from refimpl.data import estimate_fold_load
