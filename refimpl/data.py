@@ -1096,18 +1096,19 @@ class LoadEstimate:
 
 
 def _file_shape(path: Path):
-    """``(stored, text, rows_cap, rows, first, widest)`` of one file, streamed.
+    """``(stored, text, rows_cap, rows, widest, cap, peak_cols)`` of one file.
 
-    ``stored``: bytes on disk; ``text``: bytes the parser reads (a ``.gz``
-    or ``.bz2`` file decompressed, counted exactly as the stream goes by:
-    its gzip trailer gives the size modulo 4 GiB only); ``rows_cap``: the
-    parser's row capacity, newlines + 1; ``rows``: data lines; ``first``,
-    ``widest``: the widths
-    of the first and the widest data line (``kernels.svmlight.line_widths``).
-    Memory: two chunks of ``_SCAN_CHUNK`` bytes.
+    Streamed: ``stored``: bytes on disk; ``text``: bytes the parser reads
+    (a ``.gz`` or ``.bz2`` file decompressed, counted exactly as the stream
+    goes by: its gzip trailer gives the size modulo 4 GiB only);
+    ``rows_cap``: the parser's row capacity, newlines + 1; ``rows``: data
+    lines; ``widest``: the widest line's index; ``cap``, ``peak_cols``: the
+    parser's final row width and the most columns it holds at once while
+    widening (``kernels.svmlight.line_widths``).  Memory: two chunks of
+    ``_SCAN_CHUNK`` bytes.
     """
     suffix = path.suffix.lower()
-    newlines, lines, first, widest, text = 0, 0, -1, 0, 0
+    newlines, rows, widest, text, cap, peak_cols = 0, 0, 0, 0, -1, 0
     with _io.open_regular(path) as f:
         stored = os.fstat(f.fileno()).st_size
         stream = (gzip.GzipFile(fileobj=f) if suffix == ".gz"
@@ -1120,17 +1121,18 @@ def _file_shape(path: Path):
                 block = tail + chunk if tail else chunk
                 cut = block.rfind(b"\n") + 1 if chunk else len(block)
                 if cut:
-                    nl, dl, fw, w = _sv.line_widths(np.frombuffer(block, np.uint8, cut))
+                    nl, dl, _, w, cap, cols = _sv.line_widths(
+                        np.frombuffer(block, np.uint8, cut), cap, rows)
                     newlines += nl
-                    lines += dl
+                    rows += dl
                     widest = max(widest, w)
-                    first = fw if first < 0 else first
+                    peak_cols = max(peak_cols, cols)
                 tail = block[cut:]
                 if not chunk:
                     break
         except (gzip.BadGzipFile, zlib.error, EOFError, OSError, ValueError) as exc:
             raise DataError(f"{path}: cannot decompress the file ({exc})") from exc
-    return stored, text, newlines + 1, lines, first, widest
+    return stored, text, newlines + 1, rows, widest, max(cap, 0), peak_cols
 
 
 def estimate_fold_load(name, fold, root=None, *, n_features=None,
@@ -1146,11 +1148,12 @@ def estimate_fold_load(name, fold, root=None, *, n_features=None,
     * parsing a file holds what is already loaded, the file's bytes as
       stored when compressed, its text, ``X`` of ``rows_cap x width``
       (``rows_cap``: newlines + 1; ``width``: ``n_features``, else the
-      widest line's index) and ``_LOAD_BYTES_PER_ROW`` a row; the copy of
-      its data rows where blank lines leave a tenth of ``X`` unused; where a
-      later line is wider than the first, the parser widens ``X`` by
-      copying (to at most 1.5 times the width), counted as 2.5 times ``X``;
-      with ``dtype=float32`` the float32 copy beside the float64 parse;
+      widest line's index) and ``_LOAD_BYTES_PER_ROW`` a row; where a later
+      line is wider than the first, the old and the widened buffer at once
+      (the parser's growth rule followed line by line); the copy of its
+      data rows where blank lines or the widening leave a tenth of the
+      buffer unused; with ``dtype=float32`` the float32 copy beside the
+      float64 parse;
     * a split of several files is joined (``np.concatenate``): its files and
       the joined arrays at once;
     * ``normalize`` works in place: nothing beyond ``_LOAD_SLACK_BYTES``.
@@ -1196,21 +1199,26 @@ def estimate_fold_load(name, fold, root=None, *, n_features=None,
         for p in files:
             if p not in shapes:
                 shapes[p] = _file_shape(p)
-            stored, text, cap, rows, first, widest = shapes[p]
+            stored, text, cap_rows, rows, widest, cap, cols = shapes[p]
             text_total += text
-            width = max(n_features if n_features is not None else widest, 1)
-            x64 = cap * width * 8
-            grown = n_features is None and first != widest
-            # the parse's buffer, and the copy of its rows when blank lines
-            # leave more than a tenth of it unused
-            kept = rows * width * 8 if rows < 0.9 * cap else 0
+            if n_features is not None:       # X allocated once at that width
+                cap = cols = n_features
+            cap, cols, width = max(cap, 1), max(cols, 1), max(widest, 1)
+            if n_features is not None:
+                width = n_features
+            # the parse's buffers, and the copy of its rows when blank lines
+            # or the widening leave more than a tenth of the buffer unused
+            copied = rows * width < 0.9 * cap_rows * cap
+            x_final = cap_rows * cap * 8
+            x_copy = rows * width * 8 if copied else 0
             parse = ((stored if stored != text else 0) + text
-                     + (2.5 * x64 if grown else x64 + kept)
+                     + max(cap_rows * cols * 8, x_final + x_copy)
                      + (rows * width * item if item != 8 else 0)
-                     + cap * _LOAD_BYTES_PER_ROW)
+                     + cap_rows * _LOAD_BYTES_PER_ROW)
             if resident + split + parse > peak:
                 peak, where = resident + split + parse, p
-            split += cap * (width * item + 16)
+            # what stays: the copied rows, else the whole buffer X views
+            split += (x_copy if copied else x_final) * item // 8 + cap_rows * 16
         if len(files) > 1 and resident + 2 * split > peak:
             peak, where = resident + 2 * split, files[-1]
         resident += split

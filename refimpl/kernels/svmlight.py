@@ -698,14 +698,18 @@ def parse_svmlight(
 
 
 @njit(cache=True)
-def line_widths(buf):
-    """``(newlines, data_lines, first, widest)`` over the lines of ``buf``.
+def line_widths(buf, cap, rows):
+    """``(newlines, data_lines, first, widest, cap, peak_cols)`` over ``buf``.
 
     A data line's width is the index before its last ``:`` ahead of any
     ``#`` (as :func:`first_line_width`; the largest index of a line whose
     indices increase, the parser's rule); ``first`` is that of the first
-    data line (-1 if none), ``widest`` the largest.  The loader's memory
-    model reads a file in chunks of whole lines through this.
+    data line (-1 if none), ``widest`` the largest.  ``cap`` and ``rows``
+    carry the parser's row width and data lines over the chunks before
+    (``cap = -1`` at the start): the widths grow as in
+    :func:`parse_svmlight`, and ``peak_cols`` is the most columns its
+    buffers hold at once (old and new while it widens).  The loader's
+    memory model reads a file in chunks of whole lines through this.
     """
     n = buf.size
     pos = 0
@@ -713,6 +717,7 @@ def line_widths(buf):
     data_lines = 0
     first = -1
     widest = 0
+    peak_cols = max(cap, 0)
     while pos < n:
         pos = _skip_space(buf, pos, n)
         data = pos < n and buf[pos] != 10 and buf[pos] != 35
@@ -726,10 +731,17 @@ def line_widths(buf):
             newlines += 1
         pos += 1
         if data:
-            data_lines += 1
             idx = _index_before(buf, last_colon)
             if first < 0:
                 first = idx
             if idx > widest:
                 widest = idx
-    return newlines, data_lines, first, widest
+            if cap < 0:
+                cap = idx
+            elif idx > cap:
+                new_cap = idx if rows + data_lines == 0 else max(idx, cap + cap // 2)
+                peak_cols = max(peak_cols, cap + new_cap)
+                cap = new_cap
+            peak_cols = max(peak_cols, cap)
+            data_lines += 1
+    return newlines, data_lines, first, widest, cap, peak_cols
