@@ -38,7 +38,7 @@ from sklearn.utils import Bunch
 
 from . import _io
 from . import _jsonfile as js
-from ._layout import find_file, fold_layouts
+from ._layout import find_file, fold_files, fold_layouts
 from ._validation import check_labels, check_nonnegative, check_X, group_queries
 from .exceptions import DataError, DatasetNotFoundError
 from .kernels import normalize as _norm
@@ -49,6 +49,8 @@ __all__ = [
     "RankingData",
     "Standardizer",
     "check_normalize",
+    "estimate_fold_load",
+    "LoadEstimate",
     "letor_home",
     "load_letor",
     "load_letor_fold",
@@ -751,8 +753,10 @@ def load_letor(
                            label_range, cache)
     if normalize is None:
         return out
-    X = query_level_normalize(out[0], out[2]).astype(dtype, copy=False)
-    return (X, *out[1:])
+    # the arrays were just read: a float64 X is normalised in place
+    X = out[0]
+    X = query_level_normalize(X, out[2], out=X if X.dtype == np.float64 else None)
+    return (X.astype(dtype, copy=False), *out[1:])
 
 
 def _load_letor_file(path, n_features, return_comments, dtype, label_range,
@@ -897,6 +901,16 @@ def letor_home(root=None) -> Path:
     return Path(os.fspath(root)).expanduser()
 
 
+def _check_fold(fold) -> int:
+    if (
+        isinstance(fold, bool)
+        or not isinstance(fold, numbers.Integral)
+        or not 1 <= fold <= 5
+    ):
+        raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
+    return int(fold)
+
+
 def load_letor_fold(
     name, fold, root=None, *, n_features=None, dtype=np.float64, cache=True,
     normalize=None,
@@ -964,13 +978,7 @@ def load_letor_fold(
         No root is known, or no layout is complete; the message lists every
         path looked at and how to provide the data.
     """
-    if (
-        isinstance(fold, bool)
-        or not isinstance(fold, numbers.Integral)
-        or not 1 <= fold <= 5
-    ):
-        raise DataError(f"fold must be an integer from 1 to 5, got {fold!r}")
-    fold = int(fold)
+    fold = _check_fold(fold)
     n_features = _check_n_features(n_features)
     normalize = check_normalize(normalize)
     base = letor_home(root) / name
@@ -1001,35 +1009,221 @@ def load_letor_fold(
             f"{missing_dir}.  Looked for:\n{listing}\n" + _HOW_TO_PROVIDE
         )
 
-    loaded = {
-        p: load_letor(p, n_features=n_features, dtype=dtype, cache=cache)
-        for files in chosen.values()
-        for p in files
-    }
-    if n_features is None:
-        counts = {p: arrays[0].shape[1] for p, arrays in loaded.items()}
-        first = next(iter(counts))
-        for p, count in counts.items():
-            if count != counts[first]:
+    # Split by split, each file's arrays dropped once its splits are built:
+    # what is resident at the end of a split is the splits so far, and a
+    # split of one file is that file's arrays, not a copy of them
+    # (estimate_load_peak counts these moments).
+    uses = {}
+    for files in chosen.values():
+        for p in files:
+            uses[p] = uses.get(p, 0) + 1
+    loaded, widths, splits = {}, {}, {}
+    for split_name, files in chosen.items():
+        for p in files:
+            if p in loaded:
+                continue
+            loaded[p] = load_letor(p, n_features=n_features, dtype=dtype,
+                                   cache=cache)
+            widths[p] = loaded[p][0].shape[1]
+            first = next(iter(widths))
+            if n_features is None and widths[p] != widths[first]:
                 raise DataError(
-                    f"{p} lists {count} features but {first} lists "
-                    f"{counts[first]}; LETOR files are dense, so one of them is "
+                    f"{p} lists {widths[p]} features but {first} lists "
+                    f"{widths[first]}; LETOR files are dense, so one of them is "
                     "probably the wrong file (pass n_features= for sparse data)"
                 )
-
-    def split(files):
-        arrays = [loaded[p] for p in files]
-        return RankingData(*(np.concatenate([a[i] for a in arrays]) for i in range(3)))
+        if len(files) == 1 and uses[files[0]] == 1:
+            splits[split_name] = RankingData(*loaded[files[0]][:3])
+        else:
+            # a file in two splits is copied, so that each split owns its
+            # arrays (normalize_fold may overwrite them)
+            splits[split_name] = RankingData(*(
+                np.concatenate([loaded[p][i] for p in files]) for i in range(3)))
+        for p in files:
+            uses[p] -= 1
+            if uses[p] == 0:
+                del loaded[p]
 
     raw = LetorFold(
         name=str(name),
         fold=fold,
-        train=split(chosen["train"]),
-        vali=split(chosen["vali"]),
-        test=split(chosen["test"]),
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
         paths=chosen,
     )
-    return normalize_fold(raw, normalize)
+    del splits
+    return _normalize_fold(raw, normalize, overwrite=True)
+
+
+#: Bytes read at a time by :func:`estimate_fold_load` (its own memory).
+_SCAN_CHUNK = 1 << 24
+#: What a fold's load holds per document beyond the text and ``X``: the
+#: parser's labels, query ids and comment offsets (32 bytes a line), the
+#: kept copies of labels and query ids (16), and the grouping and float
+#: labels the runner's validation adds (``group_queries``,
+#: ``check_labels``: 40 at most).
+_LOAD_BYTES_PER_ROW = 88
+#: Fixed head-room of a load: the newline count's boolean chunk, NumPy's
+#: 16 MiB write buffer of the cache, the scan's own chunks and the 8 MiB
+#: block of an in-place standardisation.
+_LOAD_SLACK_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class LoadEstimate:
+    """What :func:`estimate_fold_load` found: the load's peak and where.
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+
+    Attributes
+    ----------
+    peak_bytes : int
+        Memory the load holds at its peak, beyond the process before it.
+    path : Path
+        The file being parsed at that peak (or the last file of the split
+        being joined, when the join is the peak).
+    data_bytes : int
+        Bytes of the loaded fold (its three ``X``, labels and query ids).
+    text_bytes : int
+        Bytes of the fold's text, decompressed.
+    """
+
+    peak_bytes: int
+    path: Path
+    data_bytes: int
+    text_bytes: int
+
+
+def _file_shape(path: Path):
+    """``(stored, text, rows_cap, rows, widest, cap, peak_cols)`` of one file.
+
+    Streamed: ``stored``: bytes on disk; ``text``: bytes the parser reads
+    (a ``.gz`` or ``.bz2`` file decompressed, counted exactly as the stream
+    goes by: its gzip trailer gives the size modulo 4 GiB only);
+    ``rows_cap``: the parser's row capacity, newlines + 1; ``rows``: data
+    lines; ``widest``: the widest line's index; ``cap``, ``peak_cols``: the
+    parser's final row width and the most columns it holds at once while
+    widening (``kernels.svmlight.line_widths``).  Memory: two chunks of
+    ``_SCAN_CHUNK`` bytes.
+    """
+    suffix = path.suffix.lower()
+    newlines, rows, widest, text, cap, peak_cols = 0, 0, 0, 0, -1, 0
+    with _io.open_regular(path) as f:
+        stored = os.fstat(f.fileno()).st_size
+        stream = (gzip.GzipFile(fileobj=f) if suffix == ".gz"
+                  else bz2.BZ2File(f) if suffix == ".bz2" else f)
+        tail = b""
+        try:
+            while True:
+                chunk = stream.read(_SCAN_CHUNK)
+                text += len(chunk)
+                block = tail + chunk if tail else chunk
+                cut = block.rfind(b"\n") + 1 if chunk else len(block)
+                if cut:
+                    nl, dl, _, w, cap, cols = _sv.line_widths(
+                        np.frombuffer(block, np.uint8, cut), cap, rows)
+                    newlines += nl
+                    rows += dl
+                    widest = max(widest, w)
+                    peak_cols = max(peak_cols, cols)
+                tail = block[cut:]
+                if not chunk:
+                    break
+        except (gzip.BadGzipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+            raise DataError(f"{path}: cannot decompress the file ({exc})") from exc
+    return stored, text, newlines + 1, rows, widest, max(cap, 0), peak_cols
+
+
+def estimate_fold_load(name, fold, root=None, *, n_features=None,
+                       dtype=np.float64, normalize=None) -> LoadEstimate:
+    """Peak memory of :func:`load_letor_fold` with these arguments, before it runs.
+
+    Each file is read once in chunks of whole lines (``_file_shape``:
+    its size, its text's size, newlines and widest line; a compressed file
+    is decompressed as a stream, counted, not kept).  The load is then
+    followed step by step, in its own order (the training files, then the
+    validation's, then the test's):
+
+    * parsing a file holds what is already loaded, the file's bytes as
+      stored when compressed, its text, ``X`` of ``rows_cap x width``
+      (``rows_cap``: newlines + 1; ``width``: ``n_features``, else the
+      widest line's index) and ``_LOAD_BYTES_PER_ROW`` a row; where a later
+      line is wider than the first, the old and the widened buffer at once
+      (the parser's growth rule followed line by line); the copy of its
+      data rows where blank lines or the widening leave a tenth of the
+      buffer unused; with ``dtype=float32`` the float32 copy beside the
+      float64 parse;
+    * a split of several files is joined (``np.concatenate``): its files and
+      the joined arrays at once;
+    * ``normalize`` works in place: nothing beyond ``_LOAD_SLACK_BYTES``.
+
+    A fresh parse is the upper bound: a load from the parse cache holds
+    ``X`` and its arrays only.  The estimate is the largest of these
+    moments plus ``_LOAD_SLACK_BYTES``: never below the measured peak and
+    at most 3 times it on the shapes of ``tests/test_load_memory.py`` (the
+    fixed head-room weighs most on small files).  The pass costs less than
+    half a fresh parse's time (the text is scanned, not converted).
+
+    Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
+    Derived in: book/10_running_experiments.md#run-scale-guard
+
+    Parameters
+    ----------
+    name, fold, root, n_features, dtype, normalize :
+        As :func:`load_letor_fold`.
+
+    Returns
+    -------
+    LoadEstimate
+
+    Raises
+    ------
+    DataError, DatasetNotFoundError
+        As :func:`load_letor_fold` for a fold it cannot find or a file it
+        cannot read or decompress.
+    """
+    fold = _check_fold(fold)
+    n_features = _check_n_features(n_features)
+    dtype = _check_dtype(dtype)
+    check_normalize(normalize)
+    chosen = fold_files(letor_home(root) / name, fold)
+    if chosen is None:          # the loader's own error lists the paths
+        load_letor_fold(name, fold, root, n_features=n_features, dtype=dtype)
+    item = dtype.itemsize
+    resident = peak = text_total = 0
+    where = None
+    shapes = {}
+    for files in chosen.values():
+        split = 0
+        for p in files:
+            if p not in shapes:
+                shapes[p] = _file_shape(p)
+            stored, text, cap_rows, rows, widest, cap, cols = shapes[p]
+            text_total += text
+            if n_features is not None:       # X allocated once at that width
+                cap = cols = n_features
+            cap, cols, width = max(cap, 1), max(cols, 1), max(widest, 1)
+            if n_features is not None:
+                width = n_features
+            # the parse's buffers, and the copy of its rows when blank lines
+            # or the widening leave more than a tenth of the buffer unused
+            copied = rows * width < 0.9 * cap_rows * cap
+            x_final = cap_rows * cap * 8
+            x_copy = rows * width * 8 if copied else 0
+            parse = ((stored if stored != text else 0) + text
+                     + max(cap_rows * cols * 8, x_final + x_copy)
+                     + (rows * width * item if item != 8 else 0)
+                     + cap_rows * _LOAD_BYTES_PER_ROW)
+            if resident + split + parse > peak:
+                peak, where = resident + split + parse, p
+            # what stays: the copied rows, else the whole buffer X views
+            split += (x_copy if copied else x_final) * item // 8 + cap_rows * 16
+        if len(files) > 1 and resident + 2 * split > peak:
+            peak, where = resident + 2 * split, files[-1]
+        resident += split
+    return LoadEstimate(peak_bytes=int(peak + _LOAD_SLACK_BYTES), path=Path(where),
+                        data_bytes=int(resident), text_bytes=int(text_total))
 
 
 # --------------------------------------------------------------------------
@@ -1321,7 +1515,7 @@ def check_normalize(normalize):
     )
 
 
-def query_level_normalize(X, qid) -> np.ndarray:
+def query_level_normalize(X, qid, *, out=None) -> np.ndarray:
     r"""LETOR's *QueryLevelNorm*: min–max scale each feature within each query.
 
     .. math:: x'_{ij} = \frac{x_{ij} - \min_{k \in q(i)} x_{kj}}
@@ -1344,21 +1538,45 @@ def query_level_normalize(X, qid) -> np.ndarray:
         Finite features (sparse input is densified).
     qid : array-like, shape (n_samples,)
         Query ids.
+    out : ndarray of float64, shape (n_samples, n_features), optional
+        Where to write the result; ``out=X`` normalises ``X`` in place
+        (each query's extremes are read before its rows are written), as
+        :func:`load_letor_fold` does with the arrays it has just read.
 
     Returns
     -------
     ndarray of float64, shape (n_samples, n_features)
-        A new array, values in [0, 1].
+        A new array (or ``out``), values in [0, 1].
     """
     X = check_X(X)
     if sp.issparse(X):
         X = X.toarray()
     groups = group_queries(qid, X.shape[0])
-    out = np.empty_like(X)
+    out = _check_out(out, X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         return out
     _norm.query_minmax(X, groups.order, groups.indptr, out)
     return out
+
+
+def _check_out(out, X) -> np.ndarray:
+    """``out`` if it can hold a float64 result of ``X``'s shape, else a new one."""
+    if out is None:
+        return np.empty_like(X)
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float64
+            and out.shape == X.shape and out.flags.c_contiguous
+            and out.flags.writeable):
+        raise DataError(
+            f"out must be a writeable C-contiguous float64 array of shape "
+            f"{X.shape}; got {type(out).__name__} "
+            f"{getattr(out, 'dtype', '')} {getattr(out, 'shape', '')}")
+    return out
+
+
+#: Rows per block when :meth:`Standardizer.transform` overwrites its input:
+#: a block is standardised into a buffer of about 8 MB and copied back only
+#: when every value in it is finite, so that an error shows the value read.
+_BLOCK_BYTES = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -1429,8 +1647,13 @@ class Standardizer:
     def n_features(self) -> int:
         return int(self.mean.shape[0])
 
-    def transform(self, X, *, what="X") -> np.ndarray:
-        """``(X - mean) / scale``, a new float64 array.
+    def transform(self, X, *, what="X", out=None) -> np.ndarray:
+        """``(X - mean) / scale``, a new float64 array, or written into ``out``.
+
+        ``out=X`` standardises ``X`` in place (as :func:`load_letor_fold`
+        does with the arrays it has just read): blocks of rows go through a
+        buffer of about 8 MB and are written back only when all their
+        z-scores are finite, so that an error names the value as read.
 
         Derived in: book/01_data_pairs_metrics.md#data-pairs-metrics
 
@@ -1449,19 +1672,33 @@ class Standardizer:
                 f"{what} has {X.shape[1]} features; the standardisation was "
                 f"fitted on {self.n_features}"
             )
-        out = np.empty_like(X)
+        out = _check_out(out, X)
         if X.size == 0:
             return out
+        if not np.shares_memory(X, out):
+            self._standardize(X, out, 0, what)
+            return out
+        rows = max(1, _BLOCK_BYTES // (8 * X.shape[1]))
+        buf = np.empty((min(rows, X.shape[0]), X.shape[1]))
+        for a in range(0, X.shape[0], rows):
+            block = X[a:a + rows]
+            self._standardize(block, buf[:len(block)], a, what)
+            out[a:a + rows] = buf[:len(block)]
+        return out
+
+    def _standardize(self, X, out, first_row, what):
+        """The compiled map of ``X`` into ``out``; a DataError naming row
+        ``first_row + i`` of ``what`` where a z-score is not finite."""
         bad = _norm.standardize(X, self.mean, self.scale, self._inv,
                                 self._mean_s, self._sd_s, out)
         if bad >= 0:
             i, j = divmod(int(bad), X.shape[1])
             raise DataError(
-                f"{what}[{i}, {j}] = {X[i, j]!r} standardises to a non-finite "
-                f"value with the training mean {self.mean[j]!r} and standard "
-                f"deviation {self.scale[j]!r} of feature {j}"
+                f"{what}[{first_row + i}, {j}] = {float(X[i, j])!r} standardises "
+                f"to a non-finite value with the training mean "
+                f"{float(self.mean[j])!r} and standard deviation "
+                f"{float(self.scale[j])!r} of feature {j}"
             )
-        return out
 
 
 def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
@@ -1488,6 +1725,13 @@ def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
     -------
     LetorFold
     """
+    return _normalize_fold(fold, normalize, overwrite=False)
+
+
+def _normalize_fold(fold, normalize, *, overwrite):
+    """:func:`normalize_fold`; with ``overwrite``, a float64 split's ``X`` is
+    normalised in place (the loader's fold, whose arrays nothing else holds:
+    no second copy of the data)."""
     normalize = check_normalize(normalize)
     if normalize is None:
         return fold
@@ -1496,21 +1740,24 @@ def normalize_fold(fold: LetorFold, normalize) -> LetorFold:
             f"the fold is already normalised ({fold.normalize!r}); normalise "
             "the fold as read"
         )
+
+    def target(X):
+        owned = (overwrite and isinstance(X, np.ndarray) and X.dtype == np.float64
+                 and X.flags.c_contiguous and X.flags.writeable)
+        return X if owned else None
+
     splits = ("train", "vali", "test")
     dtype = fold.train.X.dtype
-    scaler = None
-    if normalize == "query":
-        new = {s: query_level_normalize(getattr(fold, s).X, getattr(fold, s).qid)
-               for s in splits}
-    else:
-        scaler = Standardizer.fit(fold.train.X)
-        new = {s: scaler.transform(getattr(fold, s).X, what=f"{s}.X")
-               for s in splits}
-    return dataclasses.replace(
-        fold, normalize=normalize, scaler=scaler,
-        **{s: RankingData(new[s].astype(dtype, copy=False),
-                          getattr(fold, s).y, getattr(fold, s).qid)
-           for s in splits})
+    scaler = None if normalize == "query" else Standardizer.fit(fold.train.X)
+    new = {}
+    for s in splits:
+        part = getattr(fold, s)
+        if scaler is None:
+            X = query_level_normalize(part.X, part.qid, out=target(part.X))
+        else:
+            X = scaler.transform(part.X, what=f"{s}.X", out=target(part.X))
+        new[s] = RankingData(X.astype(dtype, copy=False), part.y, part.qid)
+    return dataclasses.replace(fold, normalize=normalize, scaler=scaler, **new)
 
 
 def train_test_split_queries(X, y, qid, *, test_size=0.25, seed=0):

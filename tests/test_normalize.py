@@ -185,6 +185,32 @@ def test_standardizer_refuses_a_nonfinite_z_score_and_wrong_width():
         scaler.transform(np.ones((1, 2)))
 
 
+def test_in_place_maps_equal_the_copies_and_errors_name_the_value_read(monkeypatch):
+    """``out=X`` (the loader's way, no second copy) gives the same bits as a
+    new array; standardising in place goes through blocks of rows, and a
+    non-finite z-score in a later block names its row and the value as read
+    (the block is not written back)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 4)) * 1e3
+    qid = np.repeat(np.arange(10), 5)
+    ref = data.query_level_normalize(X, qid)
+    inplace = X.copy()
+    assert data.query_level_normalize(inplace, qid, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, ref)
+    monkeypatch.setattr(data, "_BLOCK_BYTES", 7 * 4 * 8)     # 7 rows a block
+    scaler = data.Standardizer.fit(X)
+    inplace = X.copy()
+    assert scaler.transform(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, scaler.transform(X))
+    tiny = data.Standardizer.fit(np.array([[0.0], [1e-300]]))
+    col = np.zeros((20, 1))
+    col[16, 0] = 1e300
+    with pytest.raises(DataError, match=r"test\.X\[16, 0\] = 1e\+300 standardises"):
+        tiny.transform(col, what="test.X", out=col)
+    with pytest.raises(DataError, match="out must be a writeable C-contiguous float64"):
+        scaler.transform(X, out=np.empty((50, 4), np.float32))
+
+
 def synthetic_fold():
     syn = data.make_synthetic_letor(n_queries=15, n_noise=4, seed=1)
     X = syn.X * 1000.0 - 3.0                      # not already standard

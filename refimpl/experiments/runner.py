@@ -102,6 +102,7 @@ import platform
 import sys
 import time
 import warnings
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -112,11 +113,11 @@ from .. import metrics as _metrics
 from .. import pairs as _pairs
 from .._validation import check_scores
 from ..exceptions import DataError
-from .config import KS, PER_QUERY_KS, ExperimentConfig, validate_config
+from .config import KS, PER_QUERY_KS, ExperimentConfig, synthetic_spec, validate_config
 from .folds import load_checked, problems_version
 from .interrupts import end_loky_workers, sigterm_unwinds
 from ..losses.squared_hinge import count_levels
-from .scale import ScaleError, check_scale
+from .scale import ScaleError, check_load, check_scale
 from .tables import history, prepare_output, select_best, summarize, write_tables
 from .task_cache import (Task, cache_key, cache_load, cache_path, cache_store,
                          code_hash, run_fingerprints, task_key)
@@ -200,6 +201,8 @@ def _run_task(task):
            "key": task.key, "linear": method.linear, "status": "ok", "error": ""}
     per_query = {}
     try:
+        if task.refused:
+            raise ScaleError(task.refused)
         t_load = time.perf_counter()
         fold = load_checked(task.dataset, task.fold, task.root, task.data_digest,
                              task.data_files, load=problems_version,
@@ -401,6 +404,25 @@ def _run_todo(todo, config, plan, out_dir, results):
         raise
 
 
+def _refuse_unloadable(todo, config, plan):
+    """``todo`` with the tasks of a fold whose load would not fit marked
+    refused (:func:`~refimpl.experiments.scale.check_load`, once per fold,
+    before any worker loads it)."""
+    if synthetic_spec(config.dataset) is not None:
+        return todo
+    refused = {}
+    for fold in sorted({t.fold for t in todo}):
+        try:
+            check_load(config.dataset, fold, plan.root, normalize=config.normalize)
+        except ScaleError as err:
+            refused[fold] = str(err)
+        except DataError:
+            # a file the loader cannot read: its own error, in each task's row
+            pass
+    return [dataclasses.replace(t, refused=refused[t.fold]) if t.fold in refused
+            else t for t in todo]
+
+
 def run(config):
     """Run an experiment: validate, fit (or load) every task, select, write.
 
@@ -459,6 +481,7 @@ def run(config):
                 results[task.key] = stored
             else:
                 todo.append(task)
+        todo = _refuse_unloadable(todo, config, plan)
         n_cached = len(results)
         started = _dt.datetime.now(_dt.UTC)
         t0 = time.perf_counter()

@@ -50,6 +50,7 @@ __all__ = [
     "ScaleError",
     "ScaleEstimate",
     "available_memory",
+    "check_load",
     "check_scale",
     "check_task",
     "estimate_peak",
@@ -241,6 +242,59 @@ def check_scale(name, params, *, n_docs, n_pairs, n_features, max_query,
             f"{n_docs:,} documents, {n_pairs:,} pairs, {n_features} features, "
             f"more than {MEMORY_FRACTION:.0%} of the {avail_text}; the task "
             "would run out of memory"
+        )
+    return est
+
+
+def check_load(dataset, fold, root=None, *, normalize=None, available=None):
+    """Refuse to load a fold whose load would not fit, before it loads.
+
+    The loader's peak (:func:`refimpl.data.estimate_fold_load`: the fold's
+    text and ``X`` at the moment of its largest parse or join, from one
+    streamed pass over the files) plus :data:`BASE_BYTES` of the process is
+    held against :data:`MEMORY_FRACTION` of the memory available, as a
+    fit's estimate is in :func:`check_scale`.  The runner calls it once per
+    fold with tasks to fit, in the main process, before any worker loads.
+
+    Derived in: book/10_running_experiments.md#run-scale-guard
+
+    Parameters
+    ----------
+    dataset : str
+        A LETOR data set name (the runner skips synthetic ones).
+    fold : int
+    root : str, optional
+        LETOR root (default ``LETOR_HOME``).
+    normalize : {None, "query", "standard"}, optional
+    available : int, optional
+        Bytes available (default: :func:`available_memory`).
+
+    Returns
+    -------
+    refimpl.data.LoadEstimate
+
+    Raises
+    ------
+    ScaleError
+        The estimate exceeds ``MEMORY_FRACTION`` of the available memory;
+        the message names the file parsed at the peak, the estimate and the
+        limit.
+    """
+    from ..data import estimate_fold_load
+
+    est = estimate_fold_load(dataset, fold, root, normalize=normalize)
+    if available is None:
+        available = available_memory()
+    peak = est.peak_bytes + BASE_BYTES
+    if available is not None and peak > MEMORY_FRACTION * available:
+        raise ScaleError(
+            f"loading {dataset!r} Fold{fold} refused at this size: est. "
+            f"{peak / 2**30:.2f} GB (loader {est.peak_bytes / 2**30:.2f} at "
+            f"its peak, parsing {est.path}; base {BASE_BYTES / 2**30:.2f}; "
+            f"the fold's data {est.data_bytes / 2**30:.2f}, its text "
+            f"{est.text_bytes / 2**30:.2f}), more than {MEMORY_FRACTION:.0%} "
+            f"of the {available / 2**30:.2f} GB available; the load would run "
+            "out of memory"
         )
     return est
 

@@ -233,6 +233,7 @@ class Task:
     data_files: tuple = ()  # ((path, stat signature), ...) as fingerprinted
     normalize: str | None = None
     stage_cache: str | None = None  # the ``memory`` of a multi-stage estimator
+    refused: str = ""       # the scale guard's refusal of the fold's load
 
 
 def _with_normalize(fields, normalize):

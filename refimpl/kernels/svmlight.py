@@ -521,6 +521,19 @@ def empty_float64(n):
     return np.empty(n, np.float64)
 
 
+@njit(inline="always")
+def _index_before(buf, colon):
+    """The decimal digits just before ``buf[colon]`` (0 if none; at most 15)."""
+    idx = 0
+    k = colon - 1
+    scale = 1
+    while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
+        idx += (buf[k] - 48) * scale
+        scale *= 10
+        k -= 1
+    return idx
+
+
 @njit(cache=True)
 def first_line_width(buf):
     """The index before the last ``:`` of the first data line (0 if none).
@@ -540,14 +553,7 @@ def first_line_width(buf):
         if buf[pos] == 58:
             last_colon = pos
         pos += 1
-    idx = 0
-    k = last_colon - 1
-    scale = 1
-    while k >= 0 and 48 <= buf[k] <= 57 and scale < 10**15:
-        idx += (buf[k] - 48) * scale
-        scale *= 10
-        k -= 1
-    return idx
+    return _index_before(buf, last_colon)
 
 
 @njit(cache=True)
@@ -689,3 +695,53 @@ def parse_svmlight(
     if not fixed and width < cap:
         _compact(X, row, cap, width)
     return err, X, row, width, labels, qids, comments, slow[:n_slow]
+
+
+@njit(cache=True)
+def line_widths(buf, cap, rows):
+    """``(newlines, data_lines, first, widest, cap, peak_cols)`` over ``buf``.
+
+    A data line's width is the index before its last ``:`` ahead of any
+    ``#`` (as :func:`first_line_width`; the largest index of a line whose
+    indices increase, the parser's rule); ``first`` is that of the first
+    data line (-1 if none), ``widest`` the largest.  ``cap`` and ``rows``
+    carry the parser's row width and data lines over the chunks before
+    (``cap = -1`` at the start): the widths grow as in
+    :func:`parse_svmlight`, and ``peak_cols`` is the most columns its
+    buffers hold at once (old and new while it widens).  The loader's
+    memory model reads a file in chunks of whole lines through this.
+    """
+    n = buf.size
+    pos = 0
+    newlines = 0
+    data_lines = 0
+    first = -1
+    widest = 0
+    peak_cols = max(cap, 0)
+    while pos < n:
+        pos = _skip_space(buf, pos, n)
+        data = pos < n and buf[pos] != 10 and buf[pos] != 35
+        last_colon = -1
+        while pos < n and buf[pos] != 10 and buf[pos] != 35:
+            if buf[pos] == 58:
+                last_colon = pos
+            pos += 1
+        pos = _line_end(buf, pos, n)
+        if pos < n:
+            newlines += 1
+        pos += 1
+        if data:
+            idx = _index_before(buf, last_colon)
+            if first < 0:
+                first = idx
+            if idx > widest:
+                widest = idx
+            if cap < 0:
+                cap = idx
+            elif idx > cap:
+                new_cap = idx if rows + data_lines == 0 else max(idx, cap + cap // 2)
+                peak_cols = max(peak_cols, cap + new_cap)
+                cap = new_cap
+            peak_cols = max(peak_cols, cap)
+            data_lines += 1
+    return newlines, data_lines, first, widest, cap, peak_cols
