@@ -286,12 +286,16 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
                 + (" or lr_multiplier" if self.constraint == "bdmm" else "")
                 + _scale_note(scaled, scale))
         if result.message.startswith("diverged") or not finite:
+            step = (f"lower lr (lr={float(self.lr)!r})"
+                    + (" or lr_multiplier" if self.constraint == "bdmm" else ""))
             raise NonFiniteError(
                 f"LifeRank: an iterate (T, w), its objective or gradient is not "
-                f"finite ({result.message}), so no stopping test can be trusted; "
-                f"lower lr (lr={float(self.lr)!r})"
-                + (" or lr_multiplier" if self.constraint == "bdmm" else "")
-                + _scale_note(scaled, scale))
+                f"finite ({result.message}), so no stopping test can be trusted. "
+                + (f"Each feature is divided by its largest magnitude first "
+                   f"(up to {float(scale.max()):.3g}), so the cause is the "
+                   f"step: {step}" if scaled else
+                   f"The features are used as given (feature_scaling=None): "
+                   f"{step}, or set feature_scaling='max_abs'"))
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.feature_scale_ = scale
@@ -338,6 +342,6 @@ def _scale_note(scaled, scale):
     if scaled:
         return (f"; each feature is divided by its largest magnitude first "
                 f"(up to {float(scale.max()):.3g}), so the step does not "
-                "depend on the scale of the features")
+                "depend on the features' magnitudes")
     return ("; the features are used as given (feature_scaling=None): "
             "feature_scaling='max_abs' makes the step scale-free")
