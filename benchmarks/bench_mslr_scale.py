@@ -106,8 +106,9 @@ SETTINGS = {
     "ranksvm-log": (["C=1e-07"], "C below the grid; no cap"),
     "ranksvm-mcp": (["C=2e-08"], "C below the grid; no cap"),
     "ranksvm-lp": (["C=1e-07"], "C below the grid; no cap"),
-    # the registry's step and budget: lr 0.1 on X diag(max_i |x_ij|)^-1
-    # (scale-free; lr 0.1 on raw X diverged), 1,000 iterations
+    # the registry's step and budget: lr 0.3 on X diag(max_i |x_ij|)^-1
+    # (scale-free; below the damping's cap 0.5, chapter 6), up to 10,000
+    # iterations, stopping at the certificate
     "liferank-ranksvm": (["n_components=10"], "registry step and budget"),
     "liferank-linreg": (["n_components=10"], "registry step and budget"),
     "linreg": ([], ""),
@@ -256,10 +257,10 @@ NO_STOPPING_RULE = {
 #: (neither converged nor failed); a warning of any other stage (the
 #: RankSVM after LifeRank) makes it "unconverged".
 #: The methods whose iteration cap is their paper's (the registry pins it):
-#: FenchelRank's T.  LifeRank's 1,000 BDMM steps are the registry's
-#: choice, not Pandey et al.'s (who stop "at convergence or the maximum
-#: number of iterations", giving neither), so an uncertified LifeRank fit
-#: is unconverged.
+#: FenchelRank's T.  LifeRank's budget of 10,000 BDMM steps is the
+#: registry's choice, not Pandey et al.'s (who stop "at convergence or the
+#: maximum number of iterations", giving neither), so an uncertified
+#: LifeRank fit is unconverged.
 PAPER_CAP = {
     "fenchelrank": ("FenchelRank did not converge",
                     "Lai et al. (2013a): T = 1000, Algorithm 1, gap 1e-3"),
@@ -303,8 +304,12 @@ def main_full(args, root, methods, out, on_result=None):
     print("-" * len(header))
     results = []
     for method in methods:
+        # one output folder for all methods: a method's tables are read
+        # right after its run, and the first-stage cache under it is shared,
+        # so the three LifeRank methods fit LifeRank once per setting, as
+        # one runner run of all methods does
         tasks, sel, peak, wall, status, stderr = run_full(
-            method, root, out / method, args.timeout, args.workers)
+            method, root, out, args.timeout, args.workers)
         ok = [t for t in tasks if t["status"] == "ok"]
         fits = [float(t["fit_time"]) for t in ok]
         cpu = [float(t["cpu_time"]) for t in ok if t.get("cpu_time")]

@@ -666,7 +666,7 @@ def test_the_scale_is_one_on_unit_range_features():
         plain = LifeRank(n_components=2, lam=0.05, max_iter=50,
                          feature_scaling=None).fit(X, y, qid)
         res = liferank_solve(obj, m._initial_T(X.shape[1], 2), np.ones(2),
-                             lr=0.1, damping=1.0, max_iter=50, tol=1e-4)
+                             lr=m.lr, damping=m.damping, max_iter=50, tol=1e-4)
     np.testing.assert_array_equal(m.feature_scale_, np.ones(X.shape[1]))
     for fit in (m, plain):
         np.testing.assert_array_equal(fit.components_, res.T)

@@ -80,6 +80,11 @@ CHILD = textwrap.dedent("""
             warnings.simplefilter("ignore")
             method.build(params).fit(*small)          # compile first
             est = method.build(params)
+            if "max_iter" in est.get_params() and name.startswith("liferank"):
+                # LifeRank's arrays are the same at every BDMM step and its
+                # model counts the history by the budget: 10,000 steps would
+                # cost minutes under tracemalloc and check nothing more
+                est.set_params(max_iter=300)
             model = est.estimate_memory(**shape)
             estimate = sum(model.terms.values())
             gc.collect()
