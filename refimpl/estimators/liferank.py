@@ -96,8 +96,8 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     lr : float, default 0.3
         Step ``eta`` of eq. 8 for ``T`` and ``w``, on the scaled features
         (so scale-free).  The damping term alone has curvature ``4 damping``
-        along ``T S`` (``S`` symmetric), so steps from ``1 / (2 damping)``
-        (0.5 at the default) on diverge (book, prop. lr-step-cap); 0.3
+        along ``T Psi`` (``Psi`` symmetric), so steps from ``1 / (2 damping)``
+        (0.5 at the default) on diverge (book, prop. lr-prop-step-cap); 0.3
         reaches the certificate on MQ2008, OHSUMED and raw MSLR-shaped
         features within ``max_iter``.
     max_iter : int, default 10000
