@@ -121,8 +121,8 @@ class LifeRank(_Ranker, TransformerMixin, BaseEstimator):
     feature_scaling : {"max_abs", None}, default "max_abs"
         ``"max_abs"``: fit on ``X diag(s)^-1`` (above); ``None``: ``s = 1``,
         the fit on ``X`` as given, whose step then depends on the scale of
-        the features (on raw MSLR-like features up to 1e5, ``lr=0.3``
-        diverges).
+        the features (on raw MSLR-like features up to 1e5 even ``lr=0.1``
+        diverges at its first step, ``benchmarks/bench_liferank_scale.py``).
     random_state : int, numpy Generator or None, default 0
         Seed of ``np.random.default_rng`` for ``T``'s start.
 
